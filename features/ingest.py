@@ -1,0 +1,639 @@
+"""Read paper abstracts (and optional "Area · Subarea" labels) from the input layouts we accept.
+
+Layouts (``FORMATS``): JSON lines, a JSON array, CSV, and two plain-text layouts pasted from
+paper-search pages ("text-labeled": label / authors / abstract blocks, "text-unlabeled": one
+abstract per paragraph).  Every layout may be gzip-compressed, start with a UTF-8 BOM and use CRLF.
+
+* ``iter_records`` streams one ``Record`` or ``BadRecord`` per record found, in input order.
+  Problems with a single record become a ``BadRecord``; problems with the whole file raise
+  ``IngestError`` (always with the path, and the line when there is one).
+* ``load_dataset`` is the strict reader for training: invalid records are fatal, empty abstracts
+  and duplicates are skipped and counted in a ``LoadSummary``.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import json
+import re
+import unicodedata
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import closing
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import NamedTuple
+
+FORMATS = ("jsonl", "json", "csv", "text-labeled", "text-unlabeled")
+AREA_SEPARATOR = " · "
+KNOWN_AREAS = (
+    "Applications",
+    "Deep Learning",
+    "Miscellaneous Aspects of Machine Learning",
+    "Optimization",
+    "Probabilistic Methods",
+    "Reinforcement Learning",
+    "Social Aspects",
+    "Theory",
+)
+
+_LABEL_SEPARATOR = re.compile(r"\s*(?:·|->)\s*")
+_AUTHORS_MARKER = re.compile(r"\s*(?:等|et\s+al\.?)$")
+_SENTENCE_END = re.compile(r"[a-z]{2}[.!?](?:\s|$)")  # "works. We", not "E. Weston"
+_GZIP_MAGIC = b"\x1f\x8b"
+_UTF8_BOM = b"\xef\xbb\xbf"
+_HEAD_CHARS = 64 * 1024  # how much text format detection looks at
+_DETECT_BLOCKS = 6  # how many leading text blocks may hold the first label line
+_MAX_LABEL_LINE = 200
+_MAX_HEADER = 120
+_MAX_AUTHOR_WORDS = 7
+_MAX_AUTHOR_CHARS = 80
+
+
+class IngestError(Exception):
+    """A fatal problem with an input file (missing, empty, undecodable, unreadable layout)."""
+
+    def __init__(self, path: str | PathLike, line: int | None, message: str):
+        self.path = str(path)
+        self.line = line
+        self.message = message
+        where = self.path if line is None else f"{self.path}:{line}"
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One usable paper: a normalised abstract with its optional title and label."""
+
+    id: str
+    abstract: str
+    title: str | None
+    label: str | None
+    area: str | None
+    subarea: str | None
+    source: str
+    line: int
+
+
+@dataclass(frozen=True)
+class BadRecord:
+    """A record that exists in the input but cannot be used; ``reason`` says why."""
+
+    source: str
+    line: int
+    reason: str
+    id: str | None = None
+    kind: str = "invalid"  # "empty" for an empty abstract, "invalid" for anything else
+
+
+# --------------------------------------------------------------------------- labels, ids, text
+
+
+def normalise_label(text: str) -> tuple[str, str | None]:
+    """Split a label written as "Area · Subarea", "Area·Subarea", "Area -> Subarea" or "Area".
+
+    Surrounding whitespace and a BOM are removed and inner whitespace runs collapse to one space.
+    Raises ``ValueError`` for an empty label, an empty area or subarea, or several separators.
+    """
+    cleaned = " ".join(text.replace("\ufeff", " ").split())
+    if not cleaned:
+        raise ValueError("empty label")
+    parts = _LABEL_SEPARATOR.split(cleaned)
+    if len(parts) > 2:
+        raise ValueError("more than one separator (expected 'Area · Subarea' or 'Area')")
+    if not parts[0]:
+        raise ValueError("empty area before the separator")
+    if len(parts) == 1:
+        return parts[0], None
+    if not parts[1]:
+        raise ValueError("empty subarea after the separator")
+    return parts[0], parts[1]
+
+
+def format_label(area: str, subarea: str | None) -> str:
+    """The canonical label text: "Area · Subarea", or "Area" when there is no subarea."""
+    return f"{area}{AREA_SEPARATOR}{subarea}" if subarea else area
+
+
+def normalise_text(text: str) -> str:
+    """Join wrapped lines with one space and drop blank lines and line-edge whitespace.
+
+    Anything inside a line (LaTeX, markdown, repeated spaces) is kept as is.
+    """
+    return " ".join(stripped for line in text.splitlines() if (stripped := line.strip()))
+
+
+def abstract_key(abstract: str) -> str:
+    """The form used to spot duplicates: NFC, casefolded, whitespace collapsed and stripped."""
+    return " ".join(unicodedata.normalize("NFC", abstract).casefold().split())
+
+
+def make_id(abstract: str) -> str:
+    """A stable id derived from the abstract: the same abstract always gets the same id."""
+    digest = hashlib.sha1(abstract_key(abstract).encode("utf-8")).hexdigest()
+    return f"sha1-{digest[:16]}"
+
+
+# --------------------------------------------------------------------------- reading files
+
+
+def _check_file(path: str | PathLike) -> None:
+    """Raise ``IngestError`` unless ``path`` is an existing regular file."""
+    p = Path(path)
+    if not p.exists():
+        raise IngestError(path, None, "file not found")
+    if not p.is_file():
+        raise IngestError(path, None, "not a regular file")
+
+
+def _read_lines(path: str | PathLike) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` for each line, without its line ending (LF or CRLF).
+
+    Gzip is recognised by its magic bytes, a leading UTF-8 BOM is dropped, and each line is
+    decoded separately so that a non-UTF-8 byte is reported with its line number.
+    """
+    _check_file(path)
+    try:
+        raw = open(path, "rb")
+    except OSError as exc:
+        raise IngestError(path, None, f"cannot open file: {exc.strerror}") from None
+    with raw:
+        is_gzip = raw.read(2) == _GZIP_MAGIC
+        raw.seek(0)
+        stream = gzip.GzipFile(fileobj=raw) if is_gzip else raw
+        lineno = 0
+        try:
+            for lineno, data in enumerate(stream, start=1):
+                if lineno == 1:
+                    data = data.removeprefix(_UTF8_BOM)
+                yield lineno, _decode_line(path, lineno, data).rstrip("\r\n")
+        except (OSError, EOFError, zlib.error) as exc:
+            raise IngestError(path, lineno + 1, f"cannot read file: {exc}") from None
+
+
+def _decode_line(path: str | PathLike, lineno: int, data: bytes) -> str:
+    """Decode one line as UTF-8 or raise ``IngestError`` naming the offending byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        byte = data[exc.start]
+        message = f"not valid UTF-8 (byte 0x{byte:02x} at column {exc.start + 1})"
+        raise IngestError(path, lineno, message) from None
+
+
+def _read_head(path: str | PathLike) -> list[str]:
+    """The first lines of a file (about ``_HEAD_CHARS`` characters); raises if the file is empty."""
+    head: list[str] = []
+    size = 0
+    has_content = False
+    with closing(_read_lines(path)) as lines:
+        for _, text in lines:
+            head.append(text)
+            size += len(text) + 1
+            has_content = has_content or bool(text.strip())
+            if size >= _HEAD_CHARS and has_content:
+                break
+    if not has_content:
+        raise IngestError(path, None, "file is empty")
+    return head
+
+
+# --------------------------------------------------------------------------- format detection
+
+
+def detect_format(path: str | PathLike, override: str | None = None) -> str:
+    """Tell which of ``FORMATS`` a file uses; ``override`` (if given) wins.
+
+    Otherwise the extension decides (".gz" ignored): .jsonl/.ndjson, .json (a JSON array, or
+    JSON lines despite the name), .csv.  Anything else is sniffed: '[' starts a JSON array,
+    '{' JSON lines, and other text is one of the two text layouts.
+    """
+    if override is not None:
+        return _check_format_name(path, override)
+    return _classify(path, _read_head(path))
+
+
+def _check_format_name(path: str | PathLike, fmt: str) -> str:
+    """``fmt`` itself when it is one of ``FORMATS``, else ``IngestError``."""
+    if fmt not in FORMATS:
+        raise IngestError(path, None, f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
+    return fmt
+
+
+def _extension(path: str | PathLike) -> str:
+    """The lower-case extension, looking through a trailing ".gz"."""
+    name = Path(path).name.lower().removesuffix(".gz")
+    return Path(name).suffix
+
+
+def _classify(path: str | PathLike, head: list[str]) -> str:
+    """The format of a file, from its extension and then from its first lines."""
+    ext = _extension(path)
+    if ext in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if ext == ".csv":
+        return "csv"
+    text = "\n".join(head).lstrip()
+    if text.startswith("["):
+        return "json"
+    if text.startswith("{") or ext == ".json":
+        if _looks_like_json_lines(text):
+            return "jsonl"
+        raise IngestError(path, None, "neither a JSON array nor JSON lines (one object per line)")
+    if "\x00" in text:
+        raise IngestError(path, None, "cannot detect the format: the content looks binary")
+    return _classify_text(head)
+
+
+def _looks_like_json_lines(text: str) -> bool:
+    """True when the first line holds one whole JSON object (``{...}``)."""
+    first = text.split("\n", 1)[0].strip()
+    return first.startswith("{") and first.endswith("}")
+
+
+def _classify_text(head: list[str]) -> str:
+    """Return "text-labeled" when one of the first blocks is a label line followed by authors."""
+    blocks = list(_iter_blocks(enumerate(head, start=1)))[:_DETECT_BLOCKS + 1]
+    for block, following in zip(blocks, blocks[1:]):
+        if _is_label_line(block) and _looks_like_authors(following.text):
+            return "text-labeled"
+    return "text-unlabeled"
+
+
+# --------------------------------------------------------------------------- records
+
+
+def iter_records(
+    path: str | PathLike, fmt: str | None = None, *, labeled: bool | None = None
+) -> Iterator[Record | BadRecord]:
+    """Iterate over every record of ``path`` in input order, unusable ones as ``BadRecord``.
+
+    ``fmt`` is one of ``FORMATS`` (detected when None).  ``labeled=True``: a record without a
+    label is a ``BadRecord``; ``None``: labels are optional; ``False``: labels are ignored.
+    A missing or empty file, an unknown format or an undetectable layout raise ``IngestError``
+    at the call; problems found further into the file raise it while iterating.
+    """
+    head = _read_head(path)
+    fmt = _check_format_name(path, fmt) if fmt is not None else _classify(path, head)
+    return _PARSERS[fmt](path, labeled)
+
+
+def _make_record(
+    source: str,
+    line: int,
+    abstract: str,
+    *,
+    labeled: bool | None,
+    missing_label: str = "no label",
+    label: str | None = None,
+    title: str | None = None,
+    record_id: str | None = None,
+) -> Record | BadRecord:
+    """Build a ``Record`` from raw field values, or the ``BadRecord`` saying why it is unusable."""
+    abstract = normalise_text(abstract)
+    if not abstract:
+        return BadRecord(source, line, "empty abstract", record_id, "empty")
+    area = subarea = None
+    if labeled is not False and label is not None:
+        try:
+            area, subarea = normalise_label(label)
+        except ValueError as exc:
+            return BadRecord(source, line, f"invalid label {label!r}: {exc}", record_id)
+    elif labeled:
+        return BadRecord(source, line, missing_label, record_id)
+    canonical = format_label(area, subarea) if area else None
+    return Record(record_id or make_id(abstract), abstract, title, canonical, area, subarea, source, line)
+
+
+# --------------------------------------------------------------------------- JSON and CSV
+
+_NO_LABEL_FIELD = "no label (field 'label', 'topic' or 'area')"
+
+
+def _json_type(value: object) -> str:
+    """The JSON name of a decoded value's type, for messages."""
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _optional_text(value: object) -> str | None:
+    """A field value as normalised text, or None when it is missing or blank."""
+    if value is None:
+        return None
+    return normalise_text(str(value)) or None
+
+
+def _label_text(fields: dict[str, object]) -> str | None:
+    """The raw label of a record: 'label' or 'topic', else 'area' plus optional 'subarea'."""
+    label = _label_field(fields, "label") or _label_field(fields, "topic")
+    if label:
+        return label
+    area = _label_field(fields, "area")
+    return format_label(area, _label_field(fields, "subarea")) if area else None
+
+
+def _label_field(fields: dict[str, object], name: str) -> str | None:
+    """A stripped label field, None when missing or blank; ``ValueError`` when not a string."""
+    value = fields.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"invalid label: field {name!r} is a {_json_type(value)}, not a string")
+    return value.strip() or None
+
+
+def _record_from_mapping(
+    obj: dict, source: str, line: int, labeled: bool | None
+) -> Record | BadRecord:
+    """Turn one JSON object or CSV row (field names matched case-insensitively) into a record."""
+    fields = {str(key).strip().lower(): value for key, value in obj.items()}
+    record_id = _optional_text(fields.get("id"))
+    if "abstract" not in fields:
+        return BadRecord(source, line, "no 'abstract' field", record_id)
+    abstract = fields["abstract"]
+    if abstract is not None and not isinstance(abstract, str):
+        reason = f"abstract is a {_json_type(abstract)}, not a string"
+        return BadRecord(source, line, reason, record_id)
+    try:
+        label = None if labeled is False else _label_text(fields)
+    except ValueError as exc:
+        return BadRecord(source, line, str(exc), record_id)
+    return _make_record(
+        source,
+        line,
+        abstract or "",
+        labeled=labeled,
+        missing_label=_NO_LABEL_FIELD,
+        label=label,
+        title=_optional_text(fields.get("title")),
+        record_id=record_id,
+    )
+
+
+def _record_from_value(value: object, source: str, line: int, labeled: bool | None) -> Record | BadRecord:
+    """A decoded JSON value as a record; anything but an object is a ``BadRecord``."""
+    if not isinstance(value, dict):
+        return BadRecord(source, line, f"JSON value is not an object (got {_json_type(value)})")
+    return _record_from_mapping(value, source, line, labeled)
+
+
+def _parse_jsonl(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
+    """One JSON object per line; blank lines are skipped, broken lines become ``BadRecord``."""
+    source = str(path)
+    for lineno, text in _read_lines(path):
+        if not text.strip():
+            continue
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield BadRecord(source, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
+            continue
+        yield _record_from_value(value, source, lineno, labeled)
+
+
+def _parse_json_array(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
+    """A JSON array of objects, loaded whole; ``line`` is the 1-based index in the array."""
+    source = str(path)
+    text = "\n".join(line for _, line in _read_lines(path))
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise IngestError(path, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(data, list):
+        raise IngestError(path, 1, f"expected a JSON array of records (top-level value: {_json_type(data)})")
+    for index, value in enumerate(data, start=1):
+        yield _record_from_value(value, source, index, labeled)
+
+
+def _parse_csv(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
+    """CSV with a header row naming at least an 'abstract' column; blank lines are skipped."""
+    source = str(path)
+    reader = csv.reader(text + "\n" for _, text in _read_lines(path))
+    columns: list[str] | None = None
+    while True:
+        start = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise IngestError(path, reader.line_num, f"malformed CSV: {exc}") from None
+        if not any(cell.strip() for cell in row):
+            continue
+        if columns is None:
+            columns = _csv_columns(path, start, row)
+        elif len(row) != len(columns):
+            yield BadRecord(source, start, f"row has {len(row)} fields but the header has {len(columns)}")
+        else:
+            yield _record_from_mapping(dict(zip(columns, row)), source, start, labeled)
+
+
+def _csv_columns(path: str | PathLike, line: int, header: list[str]) -> list[str]:
+    """Normalised column names; raises ``IngestError`` when there is no 'abstract' column."""
+    columns = [name.strip().lower() for name in header]
+    if "abstract" not in columns:
+        raise IngestError(path, line, f"CSV has no 'abstract' column (columns: {', '.join(header)})")
+    return columns
+
+
+# --------------------------------------------------------------------------- text layouts
+
+
+class _Block(NamedTuple):
+    """A run of non-blank lines: where it starts, its lines joined by spaces, how many lines."""
+
+    line: int
+    text: str
+    lines: int
+
+
+def _iter_blocks(lines: Iterable[tuple[int, str]]) -> Iterator[_Block]:
+    """Group numbered lines into blocks separated by blank (whitespace-only) lines."""
+    start, parts = 0, []
+    for lineno, text in lines:
+        stripped = text.strip()
+        if stripped:
+            start = start if parts else lineno
+            parts.append(stripped)
+        elif parts:
+            yield _Block(start, " ".join(parts), len(parts))
+            parts = []
+    if parts:
+        yield _Block(start, " ".join(parts), len(parts))
+
+
+def _is_label_line(block: _Block) -> bool:
+    """A single short line containing '·' or '->', or naming one of ``KNOWN_AREAS``."""
+    text = block.text
+    return (
+        block.lines == 1
+        and len(text) < _MAX_LABEL_LINE
+        and ("·" in text or "->" in text or text in KNOWN_AREAS)
+    )
+
+
+def _looks_like_authors(text: str) -> bool:
+    """Comma-separated short names, optionally ending with the et-al marker ("等" or "et al.")."""
+    names = _AUTHORS_MARKER.sub("", text).split(",")
+    return all(_looks_like_name(name.strip()) for name in names)
+
+
+def _looks_like_name(name: str) -> bool:
+    words = name.split()
+    return (
+        0 < len(words) <= _MAX_AUTHOR_WORDS
+        and len(name) <= _MAX_AUTHOR_CHARS
+        and not _SENTENCE_END.search(name)
+    )
+
+
+def _looks_like_header(text: str) -> bool:
+    """A short first paragraph without a sentence end, e.g. "ICLR 2024 Papers"."""
+    return len(text) < _MAX_HEADER and not _SENTENCE_END.search(text)
+
+
+def _parse_text_labeled(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
+    """Label line, optional authors block, then the abstract (one or more paragraphs)."""
+    source = str(path)
+    blocks = _iter_blocks(_read_lines(path))
+    block = next(blocks, None)
+    if block is not None and not _is_label_line(block):
+        block = next(blocks, None)  # the page header
+    while block is not None:
+        if not _is_label_line(block):
+            yield BadRecord(source, block.line, "text block is not preceded by a label line")
+            block = next(blocks, None)
+            continue
+        body, following = _take_until_label(blocks)
+        yield _labeled_text_record(source, block, body, labeled)
+        block = following
+
+
+def _take_until_label(blocks: Iterator[_Block]) -> tuple[list[_Block], _Block | None]:
+    """The blocks up to the next label line, and that label line (None at the end)."""
+    body = []
+    for block in blocks:
+        if _is_label_line(block):
+            return body, block
+        body.append(block)
+    return body, None
+
+
+def _labeled_text_record(
+    source: str, label: _Block, body: list[_Block], labeled: bool | None
+) -> Record | BadRecord:
+    """The record for one label line and the blocks after it (authors block dropped)."""
+    if body and _looks_like_authors(body[0].text):
+        body = body[1:]
+    if not body:
+        return BadRecord(source, label.line, f"label block {label.text!r} has no abstract")
+    abstract = " ".join(block.text for block in body)
+    return _make_record(source, label.line, abstract, labeled=labeled, label=label.text)
+
+
+def _parse_text_unlabeled(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
+    """One abstract per paragraph, after an optional short header line."""
+    source = str(path)
+    for index, block in enumerate(_iter_blocks(_read_lines(path))):
+        if index == 0 and _looks_like_header(block.text):
+            continue
+        yield _make_record(
+            source, block.line, block.text, labeled=labeled, missing_label="no label (unlabeled text layout)"
+        )
+
+
+_PARSERS = {
+    "jsonl": _parse_jsonl,
+    "json": _parse_json_array,
+    "csv": _parse_csv,
+    "text-labeled": _parse_text_labeled,
+    "text-unlabeled": _parse_text_unlabeled,
+}
+
+
+# --------------------------------------------------------------------------- datasets
+
+
+@dataclass
+class LoadSummary:
+    """What ``load_dataset`` read, kept and skipped."""
+
+    files: list[str] = field(default_factory=list)
+    formats: list[str] = field(default_factory=list)
+    read: int = 0
+    kept: int = 0
+    duplicates: int = 0
+    empty: int = 0
+    conflicting_duplicates: int = 0  # duplicates whose label differs from the kept record's
+    label_counts: dict[str, int] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        """Short report lines, e.g. "read 2,000 records from 1 file (jsonl)", "kept 1,996"."""
+        formats = ", ".join(dict.fromkeys(self.formats))
+        report = [
+            f"read {_plural(self.read, 'record')} from {_plural(len(self.files), 'file')} ({formats})",
+            f"kept {self.kept:,}",
+        ]
+        if self.duplicates:
+            skipped = f"skipped {_plural(self.duplicates, 'duplicate')}"
+            if self.conflicting_duplicates:
+                skipped += f" ({self.conflicting_duplicates:,} with a different label)"
+            report.append(skipped)
+        if self.empty:
+            report.append(f"skipped {_plural(self.empty, 'empty abstract')}")
+        if self.label_counts:
+            report.append(_plural(len(self.label_counts), "distinct label"))
+        return report
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def load_dataset(
+    paths: str | PathLike | Iterable[str | PathLike], fmt: str | None = None, *, labeled: bool = True
+) -> tuple[list[Record], LoadSummary]:
+    """Read training records from one or more files.
+
+    An invalid record is fatal (``IngestError`` with its file, line and reason).  Empty abstracts
+    and duplicates (same ``abstract_key`` as an earlier record, across all files) are skipped and
+    counted; the first occurrence is kept.
+    """
+    path_list = [paths] if isinstance(paths, (str, PathLike)) else list(paths)
+    if not path_list:
+        raise ValueError("load_dataset needs at least one path")
+    summary = LoadSummary()
+    records: list[Record] = []
+    seen: dict[str, str | None] = {}  # make_id(abstract) -> label of the kept record
+    for path in path_list:
+        file_format = detect_format(path, fmt)
+        summary.files.append(str(path))
+        summary.formats.append(file_format)
+        for item in iter_records(path, file_format, labeled=labeled):
+            summary.read += 1
+            record = _accept(item, summary, seen)
+            if record is not None:
+                records.append(record)
+    summary.kept = len(records)
+    summary.label_counts = dict(Counter(r.label for r in records if r.label is not None).most_common())
+    return records, summary
+
+
+def _accept(item: Record | BadRecord, summary: LoadSummary, seen: dict[str, str | None]) -> Record | None:
+    """The record to keep, or None after counting it as empty or duplicate; invalid is fatal."""
+    if isinstance(item, BadRecord):
+        if item.kind != "empty":
+            raise IngestError(item.source, item.line, item.reason)
+        summary.empty += 1
+        return None
+    key = make_id(item.abstract)
+    if key in seen:
+        summary.duplicates += 1
+        summary.conflicting_duplicates += seen[key] != item.label
+        return None
+    seen[key] = item.label
+    return item
