@@ -1,0 +1,137 @@
+"""THE prediction artifact: one fitted classifier + its label space, wrapped as an MLflow pyfunc.
+
+Everything that predicts — the HTTP service, the batch labeler, evaluation scripts — loads the
+registered pyfunc (or the :class:`TrackPredictor` inside it) and calls :meth:`TrackPredictor.predict`.
+Nothing else turns probabilities into ranked tracks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import joblib
+import mlflow
+import numpy as np
+import pandas as pd
+from mlflow.models import ModelSignature
+from mlflow.types.schema import Array, ColSpec, Object, ParamSchema, ParamSpec, Property, Schema
+
+from papertrack.models.hierarchy import LabelSpace
+
+DEFAULT_TOP_K = 3
+PREDICTOR_FILE = "predictor.joblib"
+
+
+def model_text(abstract: str, title: str | None, use_title: bool) -> str:
+    """The text a classifier sees: the abstract, with the title in front only for title-using models."""
+    if use_title and title:
+        return f"{title.strip()}. {abstract}"
+    return abstract
+
+
+class TrackPredictor:
+    """A fitted classifier over a label space, answering ranked tracks and areas."""
+
+    def __init__(self, classifier: Any, space: LabelSpace, info: dict[str, Any] | None = None,
+                 use_title: bool = False):
+        self.classifier = classifier
+        self.space = space
+        self.info = dict(info or {})
+        self.use_title = use_title
+
+    # --- probabilities ---------------------------------------------------------------------
+    def predict_proba(self, abstracts: Sequence[str], titles: Sequence[str | None] | None = None) -> np.ndarray:
+        """(n, n_labels) probabilities; every abstract must be a non-empty string."""
+        for i, abstract in enumerate(abstracts):
+            if not isinstance(abstract, str) or not abstract.strip():
+                raise ValueError(f"row {i}: abstract must be a non-empty string, got {abstract!r:.60}")
+        titles = titles if titles is not None else [None] * len(abstracts)
+        texts = [model_text(a, t, self.use_title) for a, t in zip(abstracts, titles)]
+        return self.classifier.predict_proba(texts)
+
+    # --- ranked answers ----------------------------------------------------------------------
+    def rank(self, proba: np.ndarray, top_k: int = DEFAULT_TOP_K) -> list[dict[str, list[dict]]]:
+        """Per row: the top_k tracks and every area, each ranked by probability."""
+        n_labels = self.space.n_labels
+        if not 1 <= top_k <= n_labels:
+            raise ValueError(f"top_k must be between 1 and {n_labels}, got {top_k}")
+        labels, areas, subareas = self.space.labels, self.space.areas, self.space.subareas
+        label_area = self.space.label_area
+        area_proba = self.space.area_proba(proba)
+        top = _top_indices(proba, top_k)
+        area_order = np.argsort(-area_proba, axis=1, kind="stable")
+        results = []
+        for row in range(len(proba)):
+            p, ap = proba[row], area_proba[row]
+            results.append({
+                "tracks": [{"label": labels[j], "area": areas[label_area[j]], "subarea": subareas[j],
+                            "probability": float(p[j])} for j in top[row]],
+                "areas": [{"area": areas[j], "probability": float(ap[j])} for j in area_order[row]],
+            })
+        return results
+
+    def predict(self, abstracts: Sequence[str], titles: Sequence[str | None] | None = None,
+                top_k: int = DEFAULT_TOP_K) -> list[dict[str, list[dict]]]:
+        return self.rank(self.predict_proba(abstracts, titles), top_k)
+
+    def predict_frame(self, frame: pd.DataFrame, top_k: int = DEFAULT_TOP_K) -> list[dict[str, list[dict]]]:
+        if "abstract" not in frame.columns:
+            raise ValueError(f"input needs an 'abstract' column; got columns {list(frame.columns)}")
+        titles = None
+        if "title" in frame.columns:
+            titles = [t if isinstance(t, str) else None for t in frame["title"].tolist()]
+        return self.predict(frame["abstract"].tolist(), titles, top_k)
+
+    # --- persistence -------------------------------------------------------------------------
+    def save(self, path: Path) -> Path:
+        joblib.dump(self, path, compress=3)
+        return path
+
+    @staticmethod
+    def load(path: Path) -> "TrackPredictor":
+        predictor = joblib.load(path)
+        if not isinstance(predictor, TrackPredictor):
+            raise TypeError(f"{path} does not hold a TrackPredictor")
+        return predictor
+
+
+def _top_indices(proba: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest values per row, best first (argpartition, then sort the k)."""
+    if k >= proba.shape[1]:
+        return np.argsort(-proba, axis=1, kind="stable")
+    part = np.argpartition(-proba, k - 1, axis=1)[:, :k]
+    order = np.argsort(-np.take_along_axis(proba, part, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(part, order, axis=1)
+
+
+class PaperTrackModel(mlflow.pyfunc.PythonModel):
+    """The MLflow pyfunc: DataFrame(abstract[, title]) -> DataFrame(tracks, areas); param top_k."""
+
+    def load_context(self, context) -> None:
+        self.predictor = TrackPredictor.load(Path(context.artifacts["predictor"]))
+
+    def predict(self, context, model_input: pd.DataFrame, params: dict | None = None) -> pd.DataFrame:
+        top_k = int((params or {}).get("top_k", DEFAULT_TOP_K))
+        if not isinstance(model_input, pd.DataFrame):
+            model_input = pd.DataFrame(model_input)
+        answers = self.predictor.predict_frame(model_input, top_k)
+        return pd.DataFrame({"tracks": [a["tracks"] for a in answers], "areas": [a["areas"] for a in answers]})
+
+
+def signature() -> ModelSignature:
+    track = Object([Property("label", "string"), Property("area", "string"),
+                    Property("subarea", "string", required=False), Property("probability", "double")])
+    area = Object([Property("area", "string"), Property("probability", "double")])
+    return ModelSignature(
+        inputs=Schema([ColSpec("string", "abstract"), ColSpec("string", "title", required=False)]),
+        outputs=Schema([ColSpec(Array(track), "tracks"), ColSpec(Array(area), "areas")]),
+        params=ParamSchema([ParamSpec("top_k", "long", DEFAULT_TOP_K)]),
+    )
+
+
+def load_predictor(model_uri: str) -> tuple[TrackPredictor, Any]:
+    """Load a logged/registered pyfunc and return its TrackPredictor and the pyfunc itself."""
+    pyfunc = mlflow.pyfunc.load_model(model_uri)
+    return pyfunc.unwrap_python_model().predictor, pyfunc

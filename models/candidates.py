@@ -1,0 +1,133 @@
+"""The candidate classifiers of a training sweep: a name, a family and a builder.
+
+A candidate builds a fresh :class:`~papertrack.models.estimators.TextClassifier` for a label
+space size; the sweep cross-validates each one and the best is refit on all data. Other modules
+(the embedding families) add candidates with :func:`register`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sklearn.decomposition import TruncatedSVD
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.naive_bayes import ComplementNB
+from sklearn.pipeline import FeatureUnion, make_pipeline
+
+from sklearn.svm import LinearSVC
+
+from papertrack.models.estimators import TemperatureScaled, TextClassifier
+
+FEATURE_SETTINGS = {
+    "word": dict(analyzer="word", ngram_range=(1, 1), min_df=2, max_df=0.9, sublinear_tf=True,
+                 stop_words="english", strip_accents="unicode"),
+    "word12": dict(analyzer="word", ngram_range=(1, 2), min_df=2, max_df=0.9, sublinear_tf=True,
+                   stop_words="english", strip_accents="unicode", max_features=100_000),
+    "char": dict(analyzer="char_wb", ngram_range=(3, 5), min_df=3, sublinear_tf=True,
+                 max_features=60_000, strip_accents="unicode"),
+}
+
+
+def tfidf(kind: str):
+    """TF-IDF features: 'word', 'word12', 'char', or 'union' (word + char side by side)."""
+    if kind == "union":
+        return FeatureUnion([("word", TfidfVectorizer(**FEATURE_SETTINGS["word"])),
+                             ("char", TfidfVectorizer(**FEATURE_SETTINGS["char"]))])
+    return TfidfVectorizer(**FEATURE_SETTINGS[kind])
+
+
+def feature_params(kind: str) -> dict:
+    kinds = ["word", "char"] if kind == "union" else [kind]
+    return {f"{k}.{name}": value for k in kinds for name, value in FEATURE_SETTINGS[k].items()}
+
+
+CALIBRATION = {"calibration": "softmax temperature fitted on 3-fold out-of-fold scores"}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str
+    family: str  # logreg, svm, cnb, lightgbm, ... — the leaderboard groups by it
+    features: str  # what the classifier sees, e.g. "tfidf-word"
+    params: dict  # every hyperparameter, logged to MLflow
+    build: Callable[[int, int], TextClassifier] = field(repr=False)  # (n_labels, seed) -> classifier
+    default: bool = True  # part of the default sweep
+    requirements: tuple[str, ...] = ()  # distributions the fitted model needs beyond the core ones
+
+
+CANDIDATES: dict[str, Candidate] = {}
+
+
+def register(candidate: Candidate) -> Candidate:
+    if candidate.name in CANDIDATES:
+        raise ValueError(f"candidate {candidate.name!r} is registered twice")
+    CANDIDATES[candidate.name] = candidate
+    return candidate
+
+
+def _logreg(kind: str, C: float) -> Candidate:
+    params = {"C": C, "class_weight": "balanced", "max_iter": 300, **feature_params(kind)}
+    return Candidate(
+        f"tfidf-{kind}-logreg", "logreg", f"tfidf-{kind}", params,
+        lambda n, seed: TextClassifier(
+            tfidf(kind), LogisticRegression(C=C, class_weight="balanced", max_iter=300, random_state=seed), n),
+    )
+
+
+def _svm(kind: str, C: float) -> Candidate:
+    params = {"C": C, "class_weight": "balanced", **CALIBRATION, **feature_params(kind)}
+    return Candidate(
+        f"tfidf-{kind}-svm", "svm", f"tfidf-{kind}", params,
+        lambda n, seed: TextClassifier(tfidf(kind), TemperatureScaled(
+            LinearSVC(C=C, class_weight="balanced", random_state=seed), random_state=seed), n),
+    )
+
+
+def _cnb(kind: str, alpha: float) -> Candidate:
+    params = {"alpha": alpha, **CALIBRATION, **feature_params(kind)}
+    return Candidate(f"tfidf-{kind}-cnb", "cnb", f"tfidf-{kind}", params,
+                     lambda n, seed: TextClassifier(tfidf(kind), TemperatureScaled(
+                         ComplementNB(alpha=alpha), random_state=seed), n))
+
+
+def _lightgbm(kind: str, components: int) -> Candidate:
+    lgbm = dict(n_estimators=150, learning_rate=0.08, num_leaves=15, min_child_samples=5,
+                subsample=0.8, subsample_freq=1, colsample_bytree=0.5, class_weight="balanced",
+                reg_lambda=1.0, verbose=-1, n_jobs=2)
+    params = {"svd_components": components, **lgbm, **feature_params(kind)}
+
+    def build(n: int, seed: int) -> TextClassifier:
+        from lightgbm import LGBMClassifier  # imported lazily: only this family needs it
+
+        features = make_pipeline(tfidf(kind), TruncatedSVD(components, random_state=seed))
+        return TextClassifier(features, LGBMClassifier(random_state=seed, **lgbm), n)
+
+    return Candidate(f"tfidf-{kind}-svd{components}-lightgbm", "lightgbm", f"tfidf-{kind}+svd", params, build)
+
+
+for _candidate in (
+    _logreg("word", 10.0),
+    _logreg("union", 10.0),
+    _svm("word", 0.3),
+    _svm("char", 0.3),
+    _svm("union", 0.3),
+    _cnb("word", 0.3),
+    _cnb("word12", 0.3),
+    _lightgbm("word", 256),
+):
+    register(_candidate)
+
+
+def default_sweep() -> list[Candidate]:
+    return [c for c in CANDIDATES.values() if c.default]
+
+
+def select(names: list[str] | None) -> list[Candidate]:
+    if not names:
+        return default_sweep()
+    unknown = [n for n in names if n not in CANDIDATES]
+    if unknown:
+        raise ValueError(f"unknown candidate(s) {', '.join(unknown)}; known: {', '.join(CANDIDATES)}")
+    return [CANDIDATES[n] for n in names]

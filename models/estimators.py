@@ -1,0 +1,91 @@
+"""Text classifiers that always answer with a probability for every label of the label space.
+
+Every candidate is a :class:`TextClassifier`: a feature step (texts -> matrix) and a classifier.
+When a training set lacks some labels (a cross-validation fold of a rare label), the missing
+labels get probability 0 — the output always has ``n_labels`` columns in label-space order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.special import softmax
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.model_selection import KFold
+
+
+def expand_proba(proba: np.ndarray, classes: np.ndarray, n_labels: int) -> np.ndarray:
+    """Place the columns of ``proba`` (one per fitted class) into a full (n, n_labels) matrix."""
+    full = np.zeros((proba.shape[0], n_labels), dtype=np.float64)
+    full[:, np.asarray(classes, dtype=np.int64)] = proba
+    return full
+
+
+class TextClassifier:
+    """features (a fitted-on-train transformer) + classifier, over the full label space."""
+
+    def __init__(self, features, classifier, n_labels: int):
+        self.features = features
+        self.classifier = classifier
+        self.n_labels = n_labels
+
+    def fit(self, texts: Sequence[str], y: np.ndarray) -> "TextClassifier":
+        matrix = self.features.fit_transform(texts, y)
+        self.classifier.fit(matrix, y)
+        return self
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        matrix = self.features.transform(texts)
+        proba = self.classifier.predict_proba(matrix)
+        return expand_proba(proba, self.classifier.classes_, self.n_labels)
+
+
+class TemperatureScaled(ClassifierMixin, BaseEstimator):
+    """Turns a classifier's scores (decision values, or log-probabilities) into probabilities with a
+    softmax whose temperature is fitted out-of-fold (minimum log-loss).
+
+    scikit-learn's CalibratedClassifierCV needs every class in every inner fold, which labels with
+    one or two examples cannot give; a single temperature fitted on out-of-fold scores calibrates
+    well for ranking and works with any class counts. It also makes naive Bayes probabilities
+    (nearly uniform as they come) usable for the area roll-up.
+    """
+
+    def __init__(self, estimator, calibration_folds: int = 3, random_state: int = 0):
+        self.estimator = estimator
+        self.calibration_folds = calibration_folds
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        self.estimator_ = clone(self.estimator).fit(X, y)
+        self.classes_ = self.estimator_.classes_
+        folds = KFold(self.calibration_folds, shuffle=True, random_state=self.random_state)
+        scores = np.full((X.shape[0], len(self.classes_)), np.nan)
+        for train, test in folds.split(X):
+            fold_model = clone(self.estimator).fit(X[train], y[train])
+            cols = np.searchsorted(self.classes_, fold_model.classes_)
+            scores[np.ix_(test, cols)] = _scores(fold_model, X[test])
+        # a class unseen in a fold's training part gets the row's lowest score
+        scores = np.where(np.isnan(scores), np.nanmin(scores, axis=1, keepdims=True), scores)
+        self.temperature_ = _fit_temperature(scores, np.searchsorted(self.classes_, y))
+        return self
+
+    def predict_proba(self, X):
+        return softmax(_scores(self.estimator_, X) / self.temperature_, axis=1)
+
+
+def _scores(model, X) -> np.ndarray:
+    if hasattr(model, "decision_function"):
+        scores = model.decision_function(X)
+        if scores.ndim == 1:  # two classes
+            scores = np.column_stack([-scores, scores])
+        return scores
+    return model.predict_log_proba(X)
+
+
+def _fit_temperature(scores: np.ndarray, target: np.ndarray) -> float:
+    grid = np.geomspace(0.001, 100.0, 101)
+    rows = np.arange(len(target))
+    losses = [-np.log(softmax(scores / t, axis=1)[rows, target] + 1e-12).mean() for t in grid]
+    return float(grid[int(np.argmin(losses))])

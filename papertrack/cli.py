@@ -1,0 +1,17 @@
+"""The ``papertrack`` command line."""
+
+from __future__ import annotations
+
+import typer
+
+from papertrack import config
+from papertrack.training import commands as training_commands
+
+app = typer.Typer(name="papertrack", no_args_is_help=True, add_completion=False,
+                  help="Tell which conference track (Area · Subarea) an ML paper belongs to, from its abstract.")
+training_commands.add_commands(app)
+
+
+def main() -> None:
+    config.quiet_third_parties()
+    app()

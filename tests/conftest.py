@@ -1,0 +1,61 @@
+"""Shared fixtures: the shared data folder, a stratified subset of it, and a trained champion in a
+temporary MLflow store (trained once per test session)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("BENTOML_DO_NOT_TRACK", "true")
+os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
+os.environ.pop("MLFLOW_TRACKING_URI", None)  # tests always use their own temporary stores
+
+FAST_CANDIDATES = ["tfidf-word-cnb", "tfidf-word-svm"]
+
+
+def shared_data_dir() -> Path:
+    configured = os.environ.get("PAPERTRACK_DATA_DIR")
+    return Path(configured) if configured else Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    path = shared_data_dir()
+    if not (path / "iclr2024_topics.jsonl").exists():
+        pytest.skip(f"shared data not found at {path} (set PAPERTRACK_DATA_DIR)")
+    return path
+
+
+def stratified_subset(source: Path, target: Path, per_label: int) -> Path:
+    """At most ``per_label`` records of every label, in file order."""
+    taken: dict[str, int] = defaultdict(int)
+    with open(source, encoding="utf-8") as src, open(target, "w", encoding="utf-8") as out:
+        for line in src:
+            record = json.loads(line)
+            if taken[record["label"]] < per_label:
+                taken[record["label"]] += 1
+                out.write(line)
+    return target
+
+
+@pytest.fixture(scope="session")
+def subset_path(data_dir, tmp_path_factory) -> Path:
+    return stratified_subset(data_dir / "iclr2024_topics.jsonl", tmp_path_factory.mktemp("data") / "subset.jsonl", 12)
+
+
+@pytest.fixture(scope="session")
+def trained(subset_path, tmp_path_factory):
+    """A sweep of the fast candidates on the subset, registered as papertrack@champion in a temporary
+    PAPERTRACK_HOME. The environment keeps pointing at that store for the rest of the session."""
+    from papertrack.training.sweep import run_sweep
+
+    home = tmp_path_factory.mktemp("papertrack-home")
+    os.environ["PAPERTRACK_HOME"] = str(home)
+    result = run_sweep([subset_path], candidate_names=FAST_CANDIDATES, folds=3, seed=7)
+    return {"home": home, "result": result, "model_uri": "models:/papertrack@champion", "data": subset_path}

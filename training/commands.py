@@ -1,0 +1,93 @@
+"""CLI commands of the training side: ``papertrack train`` and ``papertrack runs``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from papertrack import config
+from papertrack.features.ingest import FORMATS
+
+console = Console()
+
+
+def train(
+    data: Annotated[Optional[list[Path]], typer.Option(
+        "--data", "-d", help="Labeled file(s): JSONL/JSON/CSV(.gz) or a text dump. "
+        "Default: $PAPERTRACK_DATA_DIR/iclr2024_topics.jsonl (../shared/data).")] = None,
+    fmt: Annotated[Optional[str], typer.Option("--format", help=f"Force the input format: {', '.join(FORMATS)}.")] = None,
+    candidates: Annotated[Optional[list[str]], typer.Option(
+        "--candidate", "-c", help="Only these candidates (repeatable). Default: the whole sweep.")] = None,
+    folds: Annotated[int, typer.Option(min=2, max=20, help="Cross-validation folds.")] = 5,
+    seed: Annotated[int, typer.Option(help="Seed of the folds and of the models.")] = config.DEFAULT_SEED,
+    use_title: Annotated[bool, typer.Option(help="Put titles in front of abstracts (default: abstract only).")] = False,
+    register: Annotated[bool, typer.Option(help="Register the winner as papertrack@champion/challenger.")] = True,
+) -> None:
+    """Cross-validate every candidate (one MLflow run each), refit the best, register it."""
+    from papertrack.features.ingest import IngestError
+    from papertrack.training.sweep import run_sweep
+
+    paths = data or [config.default_training_data()]
+    try:
+        result = run_sweep(paths, fmt=fmt, candidate_names=candidates, folds=folds, seed=seed,
+                           use_title=use_title, register=register, console=console)
+    except (IngestError, ValueError, FileNotFoundError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    _print_results(result)
+
+
+def _print_results(result) -> None:
+    table = Table(title=f"Cross-validated results (data {result.data_digest})")
+    for column in ("candidate", "family", "top3", "top1", "macro-F1", "area top1", "area F1", "log-loss", "ECE",
+                   "fit s", "ms/abstract"):
+        table.add_column(column, justify="left" if column in ("candidate", "family") else "right")
+    for r in result.leaderboard():
+        m = r.metrics
+        table.add_row(r.candidate.name, r.candidate.family, f"{m['label_top3']:.3f}", f"{m['label_top1']:.3f}",
+                      f"{m['label_macro_f1']:.3f}", f"{m['area_top1']:.3f}", f"{m['area_macro_f1']:.3f}",
+                      f"{m['log_loss']:.3f}", f"{m['ece']:.3f}", f"{m['fit_seconds']:.1f}",
+                      f"{m['predict_ms_per_abstract']:.3f}")
+    b = result.baseline
+    table.add_row("majority baseline", "-", f"{b['label_top3']:.3f}", f"{b['label_top1']:.3f}",
+                  f"{b['label_macro_f1']:.3f}", f"{b['area_top1']:.3f}", f"{b['area_macro_f1']:.3f}",
+                  f"{b['log_loss']:.3f}", f"{b['ece']:.3f}", "-", "-", style="dim")
+    console.print(table)
+    if result.decision:
+        d = result.decision
+        colour = "green" if d.alias == "champion" else "yellow"
+        console.print(f"Registered [bold]{config.MODEL_NAME}[/] version {d.version} as [{colour}]{d.alias}[/]: {d.reason}")
+    console.print(f"Sweep wall time: {result.wall_seconds:.1f} s; parent run {result.parent_run_id}")
+
+
+def runs(
+    all_sweeps: Annotated[bool, typer.Option("--all", help="Every sweep's candidates, not just the latest sweep.")] = False,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many rows.")] = 50,
+) -> None:
+    """Leaderboard of candidate runs from MLflow (best first)."""
+    from papertrack.training import tracking
+    from papertrack.training.leaderboard import leaderboard
+
+    uri = tracking.configure()
+    board = leaderboard(latest_sweep_only=not all_sweeps, limit=limit)
+    if board.empty:
+        console.print(f"No runs in {uri}. Run [bold]papertrack train[/] first.")
+        raise typer.Exit(1)
+    table = Table(title=f"papertrack runs — {uri}")
+    for column in ("run", "candidate", "family", "top3", "top1", "macro-F1", "area top1", "log-loss", "ECE", "fit s"):
+        table.add_column(column)
+    for row in board.itertuples():
+        table.add_row(row.run_id[:8], row.candidate, row.family, f"{row.label_top3:.3f}", f"{row.label_top1:.3f}",
+                      f"{row.label_macro_f1:.3f}", f"{row.area_top1:.3f}", f"{row.log_loss:.3f}", f"{row.ece:.3f}",
+                      f"{row.fit_seconds:.1f}")
+    console.print(table)
+    console.print(f"Compare visually: mlflow ui --backend-store-uri {uri}")
+
+
+def add_commands(app: typer.Typer) -> None:
+    app.command()(train)
+    app.command()(runs)

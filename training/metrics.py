@@ -1,0 +1,72 @@
+"""Evaluation metrics at label and area level, from a probability matrix over the label space."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.metrics import f1_score
+
+from papertrack.models.hierarchy import LabelSpace
+
+PRIMARY_METRIC = "label_top3"
+TIEBREAK_METRIC = "label_macro_f1"
+
+
+def top_k_accuracy(proba: np.ndarray, y: np.ndarray, k: int) -> float:
+    """Share of rows whose true class is among the k highest probabilities (ties broken by index)."""
+    if len(y) == 0:
+        raise ValueError("no rows to evaluate")
+    k = min(k, proba.shape[1])
+    top = np.argsort(-proba, axis=1, kind="stable")[:, :k]
+    return float(np.mean(np.any(top == np.asarray(y)[:, None], axis=1)))
+
+
+def macro_f1(y: np.ndarray, predicted: np.ndarray) -> float:
+    """Macro-F1 over the classes present in the truth or the predictions."""
+    return float(f1_score(y, predicted, average="macro", zero_division=0))
+
+
+def log_loss(proba: np.ndarray, y: np.ndarray, eps: float = 1e-15) -> float:
+    """Mean negative log-probability of the true class (probabilities clipped at eps)."""
+    picked = proba[np.arange(len(y)), y]
+    return float(-np.mean(np.log(np.clip(picked, eps, 1.0))))
+
+
+def reliability(proba: np.ndarray, y: np.ndarray, bins: int = 10) -> dict[str, np.ndarray]:
+    """Top-1 confidence vs accuracy per equal-width confidence bin."""
+    confidence = proba.max(axis=1)
+    correct = (proba.argmax(axis=1) == y).astype(float)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    which = np.clip(np.digitize(confidence, edges[1:-1], right=True), 0, bins - 1)
+    count = np.bincount(which, minlength=bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_conf = np.bincount(which, confidence, minlength=bins) / count
+        accuracy = np.bincount(which, correct, minlength=bins) / count
+    return {"edges": edges, "count": count, "confidence": mean_conf, "accuracy": accuracy}
+
+
+def expected_calibration_error(proba: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
+    """Sum over bins of (bin share) * |accuracy - confidence| for the top-1 prediction."""
+    r = reliability(proba, y, bins)
+    filled = r["count"] > 0
+    weights = r["count"][filled] / r["count"].sum()
+    return float(np.sum(weights * np.abs(r["accuracy"][filled] - r["confidence"][filled])))
+
+
+def evaluate(proba: np.ndarray, y: np.ndarray, space: LabelSpace) -> dict[str, float]:
+    """All quality metrics of a candidate: label and area level."""
+    area_proba = space.area_proba(proba)
+    y_area = space.area_of(y)
+    return {
+        "label_top1": top_k_accuracy(proba, y, 1),
+        "label_top3": top_k_accuracy(proba, y, 3),
+        "label_macro_f1": macro_f1(y, proba.argmax(axis=1)),
+        "area_top1": top_k_accuracy(area_proba, y_area, 1),
+        "area_macro_f1": macro_f1(y_area, area_proba.argmax(axis=1)),
+        "log_loss": log_loss(proba, y),
+        "ece": expected_calibration_error(proba, y),
+    }
+
+
+def rank_key(metrics: dict[str, float]) -> tuple[float, float]:
+    """Higher is better: the primary metric, then the tie-breaker."""
+    return (round(metrics[PRIMARY_METRIC], 6), round(metrics[TIEBREAK_METRIC], 6))

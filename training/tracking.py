@@ -1,0 +1,75 @@
+"""MLflow set-up and per-candidate logging: params, metrics, dataset input, report and plots."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pandas as pd
+from mlflow.tracking import MlflowClient
+from sklearn.metrics import precision_recall_fscore_support
+
+from papertrack import config
+from papertrack.models.hierarchy import LabelSpace
+from papertrack.training import plots
+
+
+def configure() -> str:
+    """Point MLflow at papertrack's store and make sure the experiment exists; returns the URI."""
+    config.quiet_third_parties()
+    uri = config.tracking_uri()
+    if uri.startswith("sqlite:///"):
+        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+    if mlflow.get_experiment_by_name(config.EXPERIMENT_NAME) is None:
+        location = None
+        if "MLFLOW_TRACKING_URI" not in os.environ:
+            config.artifact_root().mkdir(parents=True, exist_ok=True)
+            location = config.artifact_root().as_uri()
+        mlflow.create_experiment(config.EXPERIMENT_NAME, artifact_location=location)
+    mlflow.set_experiment(config.EXPERIMENT_NAME)
+    return uri
+
+
+def client() -> MlflowClient:
+    return MlflowClient(tracking_uri=mlflow.get_tracking_uri(), registry_uri=mlflow.get_registry_uri())
+
+
+def per_class_report(proba: np.ndarray, y: np.ndarray, space: LabelSpace) -> pd.DataFrame:
+    """Per label: area, support, precision, recall, F1 of top-1, and recall within the top 3."""
+    idx = np.arange(space.n_labels)
+    predicted = proba.argmax(axis=1)
+    precision, recall, f1, support = precision_recall_fscore_support(y, predicted, labels=idx, zero_division=0)
+    top3 = np.argsort(-proba, axis=1)[:, :3]
+    hit3 = np.any(top3 == y[:, None], axis=1)
+    top3_recall = np.array([hit3[y == j].mean() if (y == j).any() else np.nan for j in idx])
+    return pd.DataFrame({
+        "label": space.labels, "area": [space.areas[a] for a in space.label_area], "support": support,
+        "precision": precision.round(4), "recall": recall.round(4), "f1": f1.round(4),
+        "top3_recall": np.round(top3_recall, 4),
+    })
+
+
+def log_evaluation_artifacts(proba: np.ndarray, y: np.ndarray, space: LabelSpace, name: str) -> None:
+    """Per-class report CSV, confusion matrices (area, label), per-class F1 bars, reliability plot."""
+    report = per_class_report(proba, y, space)
+    buffer = io.StringIO()
+    report.to_csv(buffer, index=False)
+    mlflow.log_text(buffer.getvalue(), "report/per_class.csv")
+    area_proba = space.area_proba(proba)
+    figures = {
+        "plots/confusion_area.png": plots.confusion_figure(
+            space.area_of(y), area_proba.argmax(axis=1), space.areas, f"{name}: areas (cross-validated)"),
+        "plots/confusion_label.png": plots.confusion_figure(
+            y, proba.argmax(axis=1), space.labels, f"{name}: labels (cross-validated)"),
+        "plots/per_class_f1.png": plots.per_class_f1_figure(
+            space.labels, report["f1"].to_numpy(), report["support"].to_numpy(), f"{name}: F1 per label"),
+        "plots/reliability.png": plots.reliability_figure(proba, y, f"{name}: reliability of top-1"),
+    }
+    for path, fig in figures.items():
+        mlflow.log_figure(fig, path)
+        plots.close(fig)
