@@ -107,6 +107,27 @@ def _lightgbm(kind: str, components: int) -> Candidate:
     return Candidate(f"tfidf-{kind}-svd{components}-lightgbm", "lightgbm", f"tfidf-{kind}+svd", params, build)
 
 
+def _majority() -> Candidate:
+    """Always answers the training label frequencies: the floor every real model must clear."""
+    from sklearn.dummy import DummyClassifier
+
+    return Candidate("majority-baseline", "baseline", "none", {"strategy": "prior"},
+                     lambda n, seed: TextClassifier(_ConstantFeatures(), DummyClassifier(strategy="prior"), n),
+                     default=False)
+
+
+class _ConstantFeatures:
+    """One constant feature per text (for the baseline)."""
+
+    def fit_transform(self, texts, y=None):
+        return self.transform(texts)
+
+    def transform(self, texts):
+        import numpy as np
+
+        return np.ones((len(texts), 1))
+
+
 for _candidate in (
     _logreg("word", 10.0),
     _logreg("union", 10.0),
@@ -116,6 +137,7 @@ for _candidate in (
     _cnb("word", 0.3),
     _cnb("word12", 0.3),
     _lightgbm("word", 256),
+    _majority(),
 ):
     register(_candidate)
 

@@ -29,12 +29,27 @@ def home() -> Path:
     return Path(os.environ.get("PAPERTRACK_HOME", ".papertrack")).expanduser().resolve()
 
 
+_uri_set_by_papertrack: str | None = None
+
+
 def tracking_uri() -> str:
-    """The MLflow tracking URI: ``MLFLOW_TRACKING_URI`` if set, else an absolute sqlite URI under home()."""
+    """The MLflow tracking URI: ``MLFLOW_TRACKING_URI`` if the user set it, else an absolute sqlite
+    URI under home(). (``mlflow.set_tracking_uri`` exports MLFLOW_TRACKING_URI itself; a value that
+    papertrack put there is not mistaken for the user's choice.)"""
     uri = os.environ.get("MLFLOW_TRACKING_URI")
-    if uri:
+    if uri and uri != _uri_set_by_papertrack:
         return uri
     return f"sqlite:///{home() / 'mlflow.db'}"
+
+
+def user_tracking_uri_set() -> bool:
+    uri = os.environ.get("MLFLOW_TRACKING_URI")
+    return bool(uri) and uri != _uri_set_by_papertrack
+
+
+def remember_tracking_uri(uri: str) -> None:
+    global _uri_set_by_papertrack
+    _uri_set_by_papertrack = uri
 
 
 def artifact_root() -> Path:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
 
 import mlflow
@@ -20,14 +19,17 @@ from papertrack.training import plots
 def configure() -> str:
     """Point MLflow at papertrack's store and make sure the experiment exists; returns the URI."""
     config.quiet_third_parties()
+    own_store = not config.user_tracking_uri_set()
     uri = config.tracking_uri()
     if uri.startswith("sqlite:///"):
         Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     mlflow.set_tracking_uri(uri)
     mlflow.set_registry_uri(uri)
+    if own_store:
+        config.remember_tracking_uri(uri)
     if mlflow.get_experiment_by_name(config.EXPERIMENT_NAME) is None:
         location = None
-        if "MLFLOW_TRACKING_URI" not in os.environ:
+        if own_store:
             config.artifact_root().mkdir(parents=True, exist_ok=True)
             location = config.artifact_root().as_uri()
         mlflow.create_experiment(config.EXPERIMENT_NAME, artifact_location=location)

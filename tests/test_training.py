@@ -1,0 +1,103 @@
+"""End to end: train on a stratified subset of the shared corpus into a temporary MLflow store."""
+
+import os
+
+import mlflow
+import pandas as pd
+import pytest
+
+from papertrack.training import registry, tracking
+from papertrack.training.leaderboard import leaderboard
+from papertrack.training.metrics import PRIMARY_METRIC
+from papertrack.training.sweep import run_sweep
+
+from .conftest import FAST_CANDIDATES, stratified_subset
+
+pytestmark = pytest.mark.slow
+
+METRICS = {"label_top1", "label_top3", "label_macro_f1", "area_top1", "area_macro_f1", "log_loss", "ece",
+           "fit_seconds", "predict_ms_per_abstract"}
+ARTIFACTS = {"report/per_class.csv", "plots/confusion_area.png", "plots/confusion_label.png",
+             "plots/per_class_f1.png", "plots/reliability.png"}
+
+
+def _artifact_paths(client, run_id, path=None):
+    paths = set()
+    for item in client.list_artifacts(run_id, path):
+        paths |= _artifact_paths(client, run_id, item.path) if item.is_dir else {item.path}
+    return paths
+
+
+def test_sweep_logs_nested_candidate_runs_with_metrics_and_artifacts(trained):
+    tracking.configure()
+    result = trained["result"]
+    client = tracking.client()
+    parent = client.get_run(result.parent_run_id)
+    assert parent.data.tags["papertrack.kind"] == "sweep"
+    assert parent.data.params["data_digest"] == result.data_digest
+    assert [i.dataset.digest for i in parent.inputs.dataset_inputs] == [result.data_digest]
+    children = mlflow.search_runs([parent.info.experiment_id],
+                                  f"tags.`mlflow.parentRunId` = '{result.parent_run_id}'", output_format="list")
+    assert sorted(r.data.tags["candidate"] for r in children) == sorted(FAST_CANDIDATES)
+    for run in children:
+        assert METRICS <= set(run.data.metrics)
+        assert run.data.params["hp.alpha" if "cnb" in run.data.tags["candidate"] else "hp.C"]
+        assert run.data.params["seed"] == "7" and run.data.params["folds"] == "3"
+        assert ARTIFACTS <= _artifact_paths(client, run.info.run_id)
+        report = pd.read_csv(mlflow.artifacts.download_artifacts(run_id=run.info.run_id,
+                                                                 artifact_path="report/per_class.csv"))
+        assert report["support"].sum() == len(pd.read_json(trained["data"], lines=True))
+    board = leaderboard()
+    assert list(board["candidate"]) == [r.candidate.name for r in result.leaderboard()]
+
+
+def test_champion_is_registered_and_predicts_from_abstract_only(trained):
+    tracking.configure()
+    result = trained["result"]
+    champion = registry.current_champion()
+    assert champion is not None and result.decision.alias == "champion"
+    assert champion.version == result.decision.version
+    assert champion.tags["data_digest"] == result.data_digest
+    assert champion.run_id == result.winner.run_id
+    model = mlflow.pyfunc.load_model(trained["model_uri"])
+    assert model.metadata.signature is not None
+    requirements = open(os.path.join(mlflow.artifacts.download_artifacts(trained["model_uri"]),
+                                     "requirements.txt")).read()
+    assert "scikit-learn==" in requirements and "papertrack==" in requirements
+    abstracts = pd.read_json(trained["data"], lines=True).head(5)
+    out = model.predict(abstracts[["abstract"]], params={"top_k": 4})
+    assert len(out) == 5
+    for tracks, areas in zip(out["tracks"], out["areas"]):
+        assert len(tracks) == 4
+        probs = [t["probability"] for t in tracks]
+        assert probs == sorted(probs, reverse=True)
+        assert sum(a["probability"] for a in areas) == pytest.approx(1.0)
+        best_area = areas[0]["area"]
+        assert tracks[0]["area"] in {a["area"] for a in areas}
+        assert areas[0]["probability"] >= max(a["probability"] for a in areas if a["area"] != best_area)
+
+
+def test_champion_beats_majority_baseline_by_a_clear_margin(trained):
+    result = trained["result"]
+    assert result.winner.metrics[PRIMARY_METRIC] >= result.baseline[PRIMARY_METRIC] + 0.2
+    assert result.winner.metrics["area_top1"] >= result.baseline["area_top1"] + 0.1
+
+
+def test_promotion_gate_refuses_worse_model_and_promotes_on_new_data(subset_path, tmp_path, monkeypatch):
+    monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
+    first = run_sweep([subset_path], candidate_names=["tfidf-word-cnb"], folds=2, seed=1)
+    assert first.decision.alias == "champion"
+
+    worse = run_sweep([subset_path], candidate_names=["majority-baseline"], folds=2, seed=1)
+    assert worse.decision.alias == "challenger"
+    assert "does not beat the champion" in worse.decision.reason
+    assert registry.current_champion().version == first.decision.version
+
+    smaller = stratified_subset(subset_path, tmp_path / "smaller.jsonl", 6)
+    changed = run_sweep([smaller], candidate_names=["tfidf-word-cnb"], folds=2, seed=1)
+    assert changed.data_digest != first.data_digest
+    assert changed.decision.alias == "champion"
+    assert "training data changed" in changed.decision.reason
+    version = registry.current_champion()
+    assert version.version == changed.decision.version
+    assert first.data_digest in version.tags["data_change"]
