@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The main job, end to end on the shared data: set up, train the sweep (every candidate an MLflow run),
+# register the champion, then batch-label the sample dump with it.
+# Then `.venv/bin/papertrack serve` serves the champion over HTTP (see README).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+DATA_DIR=${PAPERTRACK_DATA_DIR:-../shared/data}
+.venv/bin/papertrack train --data "$DATA_DIR/iclr2024_topics.jsonl"
+.venv/bin/papertrack runs
+mkdir -p out
+.venv/bin/papertrack label "$DATA_DIR/samples/labeled_dump.txt" -o out/labeled_dump.jsonl
+echo "Labeled output: out/labeled_dump.jsonl   MLflow UI: .venv/bin/mlflow ui --backend-store-uri sqlite:///$(pwd)/.papertrack/mlflow.db"

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Create .venv (Python 3.11) and install papertrack with the embedding extra and the test tools.
+# Idempotent: a second run only checks that everything is installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3.11}
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+if [ ! -x .venv/bin/python ]; then
+  echo "creating .venv with $($PYTHON --version)"
+  "$PYTHON" -m venv .venv
+  .venv/bin/python -m pip install --quiet --upgrade pip
+fi
+# torch==2.13.0 is pinned in the [embeddings] extra: pip takes the local CPU wheel instead of a CUDA build.
+.venv/bin/python -m pip install --quiet --progress-bar off -e ".[embeddings,dev]"
+.venv/bin/papertrack --help >/dev/null
+echo "papertrack installed in $(pwd)/.venv"
