@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import typer
 
 from papertrack import config
@@ -14,4 +16,7 @@ training_commands.add_commands(app)
 
 def main() -> None:
     config.quiet_third_parties()
+    # MLflow's own notices that say nothing to a papertrack user
+    warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted in multiple ways")
+    warnings.filterwarnings("ignore", message="Operation with range is deprecated")
     app()

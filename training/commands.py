@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -12,7 +13,8 @@ from rich.table import Table
 from papertrack import config
 from papertrack.features.ingest import FORMATS
 
-console = Console()
+# Tables are wide: when the output is not a terminal (CI logs, pipes) do not wrap them at 80 columns.
+console = Console(width=None if sys.stdout.isatty() else 160)
 
 
 def train(
