@@ -44,6 +44,7 @@ def test_sweep_logs_nested_candidate_runs_with_metrics_and_artifacts(trained):
         assert run.data.params["hp.alpha" if "cnb" in run.data.tags["candidate"] else "hp.C"]
         assert run.data.params["seed"] == "7" and run.data.params["folds"] == "3"
         assert ARTIFACTS <= _artifact_paths(client, run.info.run_id)
+        assert run.info.artifact_uri.startswith((trained["home"] / "artifacts").as_uri())
         report = pd.read_csv(mlflow.artifacts.download_artifacts(run_id=run.info.run_id,
                                                                  artifact_path="report/per_class.csv"))
         assert report["support"].sum() == len(pd.read_json(trained["data"], lines=True))

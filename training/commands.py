@@ -34,6 +34,10 @@ def train(
     from papertrack.training.sweep import run_sweep
 
     paths = data or [config.default_training_data()]
+    if not data and not paths[0].exists():
+        console.print(f"[red]error:[/] no training data at the default path {paths[0]}: pass --data FILE "
+                      "or set PAPERTRACK_DATA_DIR to the folder holding iclr2024_topics.jsonl")
+        raise typer.Exit(2)
     try:
         result = run_sweep(paths, fmt=fmt, candidate_names=candidates, folds=folds, seed=seed,
                            use_title=use_title, register=register, console=console)

@@ -20,8 +20,8 @@ def confusion_figure(y: np.ndarray, predicted: np.ndarray, names: Sequence[str],
     matrix = confusion_matrix(y, predicted, labels=np.arange(n)).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.nan_to_num(matrix / matrix.sum(axis=1, keepdims=True))
-    size = max(6.0, 0.16 * n + 3)
-    fig, ax = plt.subplots(figsize=(size, size))
+    size = max(9.0, 0.17 * n + 5)  # room for long "Area · Subarea" tick labels
+    fig, ax = plt.subplots(figsize=(size, size), layout="constrained")
     image = ax.imshow(share, cmap="Blues", vmin=0, vmax=1)
     ax.set_xticks(range(n), names, rotation=90, fontsize=6 if n > 20 else 9)
     ax.set_yticks(range(n), names, fontsize=6 if n > 20 else 9)
@@ -35,7 +35,6 @@ def confusion_figure(y: np.ndarray, predicted: np.ndarray, names: Sequence[str],
                     ax.text(j, i, int(matrix[i, j]), ha="center", va="center", fontsize=8,
                             color="white" if share[i, j] > 0.5 else "black")
     fig.colorbar(image, ax=ax, fraction=0.03, label="share of true class")
-    fig.tight_layout()
     return fig
 
 
