@@ -15,6 +15,7 @@ import joblib
 import mlflow
 import numpy as np
 import pandas as pd
+import sklearn
 from mlflow.models import ModelSignature
 from mlflow.types.schema import Array, ColSpec, Object, ParamSchema, ParamSpec, Property, Schema
 
@@ -49,7 +50,10 @@ class TrackPredictor:
                 raise ValueError(f"row {i}: abstract must be a non-empty string, got {abstract!r:.60}")
         titles = titles if titles is not None else [None] * len(abstracts)
         texts = [model_text(a, t, self.use_title) for a, t in zip(abstracts, titles)]
-        return self.classifier.predict_proba(texts)
+        # The fitted estimators' hyper-parameters were validated at fit time; re-validating them on every
+        # call is most of the cost of a one-abstract prediction. Same values, less time.
+        with sklearn.config_context(skip_parameter_validation=True):
+            return self.classifier.predict_proba(texts)
 
     # --- ranked answers ----------------------------------------------------------------------
     def rank(self, proba: np.ndarray, top_k: int = DEFAULT_TOP_K) -> list[dict[str, list[dict]]]:
@@ -58,17 +62,22 @@ class TrackPredictor:
         if not 1 <= top_k <= n_labels:
             raise ValueError(f"top_k must be between 1 and {n_labels}, got {top_k}")
         labels, areas, subareas = self.space.labels, self.space.areas, self.space.subareas
-        label_area = self.space.label_area
+        track_names = [(labels[j], areas[a], subareas[j]) for j, a in enumerate(self.space.label_area.tolist())]
         area_proba = self.space.area_proba(proba)
         top = _top_indices(proba, top_k)
         area_order = np.argsort(-area_proba, axis=1, kind="stable")
+        # plain Python lists (.tolist() gives the same floats as float(p[j])) instead of numpy scalar indexing
+        top_p = np.take_along_axis(proba, top, axis=1).tolist()
+        area_p = np.take_along_axis(area_proba, area_order, axis=1).tolist()
         results = []
-        for row in range(len(proba)):
-            p, ap = proba[row], area_proba[row]
+        for top_row, p_row, order_row, ap_row in zip(top.tolist(), top_p, area_order.tolist(), area_p):
+            tracks = []
+            for j, p in zip(top_row, p_row):
+                label, area, subarea = track_names[j]
+                tracks.append({"label": label, "area": area, "subarea": subarea, "probability": p})
             results.append({
-                "tracks": [{"label": labels[j], "area": areas[label_area[j]], "subarea": subareas[j],
-                            "probability": float(p[j])} for j in top[row]],
-                "areas": [{"area": areas[j], "probability": float(ap[j])} for j in area_order[row]],
+                "tracks": tracks,
+                "areas": [{"area": areas[j], "probability": p} for j, p in zip(order_row, ap_row)],
             })
         return results
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from papertrack.models.artifact import DEFAULT_TOP_K
 
@@ -31,7 +32,7 @@ EXAMPLE_ABSTRACT = (
 
 def _not_blank(value: str) -> str:
     if not value.strip():
-        raise ValueError("abstract is empty or only whitespace; send the paper's abstract text")
+        raise PydanticCustomError("blank_abstract", "abstract is empty or only whitespace; send the paper's abstract text")
     return value
 
 
@@ -60,7 +61,7 @@ class PredictRequest(BaseModel):
 
     model_config = ConfigDict(
         strict=True, extra="forbid",
-        json_schema_extra={"examples": [{"abstract": EXAMPLE_ABSTRACT, "title": None, "top_k": 3}]},
+        json_schema_extra={"example": {"abstract": EXAMPLE_ABSTRACT, "title": None, "top_k": 3}},
     )
 
     abstract: Abstract
@@ -82,7 +83,7 @@ class PredictBatchRequest(BaseModel):
 
     model_config = ConfigDict(
         strict=True, extra="forbid",
-        json_schema_extra={"examples": [{
+        json_schema_extra={"example": {
             "papers": [
                 {"abstract": EXAMPLE_ABSTRACT, "title": None},
                 {"abstract": "We prove convergence rates for stochastic gradient descent on non-convex "
@@ -90,7 +91,7 @@ class PredictBatchRequest(BaseModel):
                  "title": "SGD under the PL condition"},
             ],
             "top_k": 3,
-        }]},
+        }},
     )
 
     papers: Annotated[list[Paper], Field(min_length=1, max_length=MAX_BATCH,

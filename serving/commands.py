@@ -1,0 +1,225 @@
+"""CLI commands of the serving side: ``papertrack serve``, ``papertrack build`` and ``papertrack label``."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import (BarColumn, Progress, ProgressColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+from rich.text import Text
+
+from papertrack import config
+from papertrack.features.ingest import FORMATS
+
+console = Console()
+err_console = Console(stderr=True)
+
+SERVICE = "papertrack.serving.service:PaperTrack"
+
+
+def _error(message: object) -> None:
+    err_console.print(Text.assemble(("error:", "red"), " ", str(message)), soft_wrap=True)
+
+
+def _note(message: object) -> None:
+    err_console.print(Text.assemble(("note:", "yellow"), " ", str(message)), soft_wrap=True)
+
+
+def _say(message: str) -> None:
+    console.print(message, soft_wrap=True, markup=False, highlight=False)
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _champion_or_exit(alias: str):
+    from papertrack.serving import store
+
+    try:
+        return store.import_champion(alias)
+    except store.NoChampionError as exc:
+        _error(f"{exc}")
+        raise typer.Exit(1) from None
+
+
+def serve(
+    port: Annotated[int, typer.Option("--port", "-p", min=1, max=65535, help="TCP port on 127.0.0.1.")] = 3000,
+    host: Annotated[str, typer.Option(help="Interface to bind (loopback by default).")] = "127.0.0.1",
+    workers: Annotated[int, typer.Option(min=1, max=64, help="Worker processes, each with its own copy of the "
+                                         "model; the service is CPU-bound, so about one per core.")] = 2,
+    alias: Annotated[str, typer.Option(help="Registry alias of the model to serve.")] = "champion",
+    access_log: Annotated[bool, typer.Option(help="Log every request (costs throughput).")] = False,
+) -> None:
+    """Import the champion into the BentoML model store and serve it over HTTP (bentoml serve)."""
+    from papertrack.serving.store import service_env
+
+    model = _champion_or_exit(alias)
+    env = service_env(str(model.tag), workers=workers, access_log=access_log)
+    _say(f"Serving {model.tag} (papertrack v{model.info.metadata.get('version')}, "
+                  f"run {str(model.info.metadata.get('run_id'))[:8]}) on http://{host}:{port} "
+                  f"with {workers} worker(s) — OpenAPI page at /, metadata at /metadata")
+    sys.stdout.flush()
+    command = [sys.executable, "-m", "bentoml", "serve", SERVICE, "--host", host, "--port", str(port)]
+    os.execve(sys.executable, command, env)  # the server takes over this process (and its PID)
+
+
+def build(
+    alias: Annotated[str, typer.Option(help="Registry alias of the model to package.")] = "champion",
+    bentofile: Annotated[Path, typer.Option(help="The build file.")] = REPO_ROOT / "bentofile.yaml",
+    export: Annotated[Optional[Path], typer.Option(
+        help="Also export the Bento as one self-contained archive (code wheel + model), e.g. dist/papertrack.bento.")]
+    = None,
+) -> None:
+    """Build a Bento: the papertrack wheel + the champion (imported into the BentoML store) + the service."""
+    from papertrack.serving.store import service_env
+
+    model = _champion_or_exit(alias)
+    wheel = build_wheel(REPO_ROOT / "dist")
+    _say(f"Built {wheel}")
+    _say(f"Packaging model {model.tag} with bentoml build ...")
+    env = service_env(str(model.tag))
+    result = subprocess.run([sys.executable, "-m", "bentoml", "build", "-f", str(bentofile), "-o", "tag",
+                             str(REPO_ROOT)], cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        _error(f"bentoml build failed:\n{result.stdout}{result.stderr}")
+        raise typer.Exit(1)
+    tag = result.stdout.strip().splitlines()[-1].removeprefix("__tag__:")
+    _say(f"Built Bento {tag} (model {model.tag}). Serve it with: bentoml serve {tag} --host 127.0.0.1")
+    if export is not None:
+        export.parent.mkdir(parents=True, exist_ok=True)
+        _run([sys.executable, "-m", "bentoml", "export", tag, str(export)], cwd=REPO_ROOT, env=env)
+        _say(f"Exported {tag} with its model to {export}")
+
+
+def build_wheel(dist: Path) -> Path:
+    """``pip wheel`` of papertrack from a clean copy of the sources (no stale build/ folder in the wheel)."""
+    import shutil
+    import tempfile
+
+    from papertrack import __version__
+
+    wheel = dist / f"papertrack-{__version__}-py3-none-any.whl"
+    dist.mkdir(parents=True, exist_ok=True)
+    wheel.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="papertrack-wheel-") as tmp:
+        for name in ("papertrack", "features", "models", "training", "serving"):
+            shutil.copytree(REPO_ROOT / name, Path(tmp) / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        for name in ("pyproject.toml", "README.md"):
+            if (REPO_ROOT / name).exists():
+                shutil.copy2(REPO_ROOT / name, Path(tmp) / name)
+        result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                                 "-w", str(dist), tmp], capture_output=True, text=True)
+    if result.returncode != 0 or not wheel.exists():
+        _error(f"pip wheel failed:\n{result.stdout}{result.stderr}")
+        raise typer.Exit(1)
+    return wheel
+
+
+def _run(command: list[str], cwd: Path, env: dict | None = None) -> None:
+    result = subprocess.run(command, cwd=cwd, env=env)
+    if result.returncode != 0:
+        _error(f"{' '.join(command[2:5])} ... failed (exit code {result.returncode})")
+        raise typer.Exit(result.returncode)
+
+
+class _RateColumn(ProgressColumn):
+    """Records done and records per second."""
+
+    def render(self, task) -> Text:
+        records = task.fields.get("records", 0)
+        elapsed = task.elapsed or 0
+        rate = (records - task.fields.get("skipped", 0)) / elapsed if elapsed > 0 else 0
+        return Text(f"{records:,} abstracts · {rate:,.0f}/s", style="progress.data.speed")
+
+
+def label(
+    dumps: Annotated[list[Path], typer.Argument(help="Input file(s): JSONL/JSON/CSV or text dumps, optionally .gz.",
+                                                show_default=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output file: .jsonl or .csv.")],
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Tracks per abstract.")] = 3,
+    model: Annotated[str, typer.Option("--model", "-m", help="MLflow model URI (local labeling).")]
+    = f"models:/{config.MODEL_NAME}@champion",
+    url: Annotated[Optional[str], typer.Option(help="Label through a running service (e.g. http://127.0.0.1:3000) "
+                                                    "instead of loading the model here.")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue an interrupted run with the same inputs and options.")] = False,
+    fmt: Annotated[Optional[str], typer.Option("--format", help=f"Force the input format: {', '.join(FORMATS)}.")]
+    = None,
+    errors: Annotated[Optional[Path], typer.Option(help="Errors file (default: OUTPUT with .errors.jsonl).")] = None,
+    chunk_size: Annotated[int, typer.Option(min=1, help="Records labeled per step (and per checkpoint).")]
+    = 2000,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Label every abstract of the dump(s): one output row per input record, in input order."""
+    from papertrack.features.ingest import IngestError
+    from papertrack.serving.labeler import HttpBackend, LabelError, LocalBackend, ModelMissing, label_dumps
+
+    try:
+        backend = HttpBackend(url) if url else LocalBackend(model)
+    except ModelMissing as exc:
+        _error(f"{exc}")
+        raise typer.Exit(1) from None
+    err_console.print(f"Labeling with {backend.description}", soft_wrap=True, markup=False, highlight=False)
+    # Everything loaded so far (libraries, the model) lives until the end: keep it out of the cyclic GC's
+    # scans, which otherwise take a large share of the per-chunk work.
+    gc.freeze()
+    bar = Progress(TextColumn("labeling"), BarColumn(), TaskProgressColumn(), _RateColumn(), TimeElapsedColumn(),
+                   TextColumn("ETA"), TimeRemainingColumn(), console=err_console, disable=not progress,
+                   transient=False)
+    task = None
+
+    def on_start(skipped):
+        nonlocal task
+        task = bar.add_task("labeling", total=None, records=skipped, skipped=skipped)
+
+    def on_total(lines):
+        bar.update(task, total=lines)
+
+    def on_chunk(records, lines_done):
+        bar.update(task, completed=lines_done, records=bar.tasks[0].fields["records"] + records)
+
+    try:
+        with bar:
+                result = label_dumps(dumps, output, backend, top_k=top_k, fmt=fmt, errors=errors, resume=resume,
+                                 chunk_size=chunk_size, on_start=on_start, on_total=on_total, on_chunk=on_chunk,
+                                 notice=_note)
+    except IngestError as exc:
+        _error(f"{exc}")
+        if output.with_name(output.name + ".partial").exists():
+            _note("the rows labeled so far are kept in the .partial file; fix the input and rerun "
+                  "(--resume only if the input is unchanged).")
+        raise typer.Exit(2) from None
+    except ModelMissing as exc:
+        _error(f"{exc}")
+        raise typer.Exit(1) from None
+    except LabelError as exc:
+        _error(f"{exc}")
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        _note("interrupted: the rows written so far are kept; rerun with --resume to continue.")
+        raise typer.Exit(130) from None
+    finally:
+        backend.close()
+    _print_summary(result)
+
+
+def _print_summary(result) -> None:
+    c = result.counters
+    _say(f"{c.inputs:,} input records = {c.rows:,} labeled rows ({result.paths.output}) + "
+         f"{c.errors:,} errors ({result.paths.errors})")
+    resumed = f" (resumed after {result.resumed_from:,})" if result.resumed_from else ""
+    _say(f"{result.seconds:.2f} s, {result.rate:,.0f} abstracts/s{resumed}")
+    if c.labeled:
+        unknown = f"; {c.unknown_labels:,} given labels are not in the model's label set" if c.unknown_labels else ""
+        _say(f"{c.labeled:,} inputs had a label: top-1 {c.top1 / c.labeled:.3f}, "
+             f"top-3 {c.top3 / c.labeled:.3f}{unknown}")
+
+
+def add_commands(app: typer.Typer) -> None:
+    app.command()(serve)
+    app.command()(build)
+    app.command()(label)

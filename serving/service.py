@@ -1,0 +1,187 @@
+"""The papertrack HTTP service (BentoML 1.4): the champion, loaded once per worker from the BentoML store.
+
+Endpoints: ``POST /predict``, ``POST /predict_batch``, ``GET /metadata``, plus BentoML's ``/healthz``,
+``/livez``, ``/readyz``, ``/metrics`` (Prometheus) and the OpenAPI page at ``/`` (spec at ``/docs.json``).
+
+Run it with ``papertrack serve`` (imports the current champion, then ``bentoml serve``), or directly with
+``bentoml serve papertrack.serving.service:PaperTrack`` once a model is in the BentoML store.
+
+Answers come from :meth:`TrackPredictor.predict_proba` + :meth:`TrackPredictor.rank` of the loaded
+pyfunc's predictor — the same artifact and logic as ``mlflow.pyfunc.load_model(...).predict``, without
+pandas and MLflow schema enforcement on the hot path.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import os
+from typing import Optional
+
+import attrs
+import bentoml
+from bentoml.exceptions import BentoMLException
+from bentoml.models import BentoModel
+from fastapi import FastAPI
+from starlette.responses import Response
+
+from papertrack import config
+from papertrack.serving import schemas, store
+from papertrack.serving.guard import RequestGuard, error_body
+
+logger = logging.getLogger("bentoml.papertrack")  # under "bentoml": shown in the server log
+
+config.quiet_third_parties()
+
+
+class _ClientErrorFilter(logging.Filter):
+    """BentoML logs a full traceback for every request that fails validation (a client's mistake, answered
+    with a 400). Keep one INFO line instead, so bad clients cannot flood the error log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from pydantic import ValidationError
+
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, ValidationError):
+            record.msg = record.msg.replace("Exception on", "400 (invalid request) on") + ": %s"
+            record.args = (*(record.args or ()), str(exc).splitlines()[0])
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+logging.getLogger("bentoml._internal.server.http_app").addFilter(_ClientErrorFilter())
+
+
+def _workers() -> int | str:
+    value = os.environ.get(store.WORKERS_ENV, "1")
+    return value if value == "cpu_count" else max(1, int(value))
+
+
+class ModelNotInStore(store.NoChampionError, BentoMLException):
+    """The served model is not in the local BentoML store (a BentoMLException, so the CLI prints one line)."""
+
+
+@attrs.frozen
+class LocalBentoModel(BentoModel):
+    """A BentoModel found in the local store only: when it is missing, `bentoml serve` and `bentoml build` stop
+    with what to do, instead of trying to pull it from BentoCloud."""
+
+    def resolve(self, base_path=None):
+        if self.stored is None:
+            raise ModelNotInStore(store.missing_message(str(self.tag)))
+        return super().resolve(base_path)
+
+    def to_info(self, alias=None):
+        if self.stored is None:
+            raise ModelNotInStore(store.missing_message(str(self.tag)))
+        return super().to_info(alias)
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
+
+
+# GET /metadata lives in a small FastAPI app mounted on the service (BentoML APIs are POST-only).
+metadata_app = FastAPI(title="papertrack", docs_url=None, redoc_url=None, openapi_url=None)
+
+
+@bentoml.service(
+    name="papertrack",
+    description=__doc__.split("\n\n")[0],
+    workers=_workers(),
+    threads=1,
+    traffic={"timeout": 60},
+    # No tracing exporter is configured by default, yet OpenTelemetry spans cost ~0.3 ms of CPU per request:
+    # prediction routes are left out of tracing unless PAPERTRACK_TRACE_PREDICTIONS=true.
+    tracing={"excluded_urls": [] if _flag(store.TRACE_ENV) else ["/predict", "/predict_batch"]},
+    logging={"access": {"enabled": _flag(store.ACCESS_LOG_ENV)}},
+)
+@bentoml.asgi_app(metadata_app, path="/")
+class PaperTrack:
+    """Classify ML paper abstracts into conference tracks ("Area · Subarea")."""
+
+    bento_model = LocalBentoModel(store.model_tag())
+
+    def __init__(self) -> None:
+        from papertrack.models.artifact import load_predictor
+
+        # A Bento serves the model recorded in it; otherwise $PAPERTRACK_BENTO_MODEL or the class attribute's tag.
+        # Looked up in the local store only (the BentoModel descriptor would try BentoCloud): a missing model
+        # fails fast, saying what to do.
+        tag = _bento_model_tag() or os.environ.get(store.MODEL_TAG_ENV) or str(type(self).bento_model.tag)
+        self.stored = stored = store.stored_model(tag)
+        self.predictor, _ = load_predictor(stored.path_of(store.MLFLOW_MODEL_FOLDER))
+        meta = dict(stored.info.metadata or {})
+        info = self.predictor.info
+        self.model_info = schemas.ModelInfo(
+            name=str(meta.get("registered_model", config.MODEL_NAME)),
+            version=str(meta.get("version", "unknown")),
+            run_id=str(meta.get("run_id") or info.get("run_id") or ""),
+        )
+        self._model_json = self.model_info.model_dump()
+        self.n_labels = self.predictor.space.n_labels
+        space = self.predictor.space
+        metrics = info.get("metrics") or meta.get("metrics") or {}
+        self._metadata = schemas.MetadataResponse(
+            model=self.model_info, bento_model=str(stored.tag), alias=meta.get("alias"),
+            model_uri=meta.get("model_uri"), candidate=info.get("candidate") or meta.get("candidate"),
+            family=info.get("family"), data_digest=info.get("data_digest") or meta.get("data_digest"),
+            use_title=self.predictor.use_title, n_labels=space.n_labels, labels=list(space.labels),
+            areas=list(space.areas), hierarchy=space.hierarchy(),
+            metrics={k: float(v) for k, v in metrics.items()}, limits=schemas.LIMITS,
+        )
+        self.predictor.predict(["warm-up abstract"])  # first-call costs out of the first request
+        gc.freeze()  # the libraries and the model live as long as the worker: keep them out of GC scans
+        logger.info("papertrack model %s (v%s, run %s) loaded", stored.tag, self.model_info.version,
+                    self.model_info.run_id)
+
+    # --- endpoints -------------------------------------------------------------------------
+    @bentoml.api(route="/predict", input_spec=schemas.PredictRequest, output_spec=schemas.PredictResponse)
+    async def predict(self, abstract: str, title: Optional[str] = None, top_k: int = schemas.DEFAULT_TOP_K):
+        """Ranked tracks (top_k) and every area, for one abstract."""
+        # async on purpose: about a millisecond of CPU, cheaper in the event loop than handed to a thread
+        if top_k > self.n_labels:
+            return self._top_k_error(top_k)
+        result = self.predictor.predict([abstract], [title], top_k)[0]
+        result["model"] = self._model_json
+        return _json(result)
+
+    @bentoml.api(route="/predict_batch", input_spec=schemas.PredictBatchRequest,
+                 output_spec=schemas.PredictBatchResponse)
+    def predict_batch(self, papers: list[schemas.Paper], top_k: int = schemas.DEFAULT_TOP_K):
+        """One result per paper, in request order (at most MAX_BATCH papers per request)."""
+        if top_k > self.n_labels:
+            return self._top_k_error(top_k)
+        results = self.predictor.predict([p.abstract for p in papers], [p.title for p in papers], top_k)
+        return _json({"results": results, "model": self._model_json})
+
+    @metadata_app.get("/metadata", response_model=schemas.MetadataResponse, tags=["Service APIs"],
+                      summary="The served model: version, run, training data digest, labels, metrics")
+    def metadata(self) -> schemas.MetadataResponse:
+        return self._metadata
+
+    def _top_k_error(self, top_k: int) -> Response:
+        message = f"top_k must be between 1 and {self.n_labels} (the number of labels), got {top_k}"
+        detail = [{"type": "less_than_equal", "loc": ["top_k"], "msg": message}]
+        return Response(error_body(f"invalid request: {message}", detail), status_code=400,
+                        media_type="application/json")
+
+
+PaperTrack.add_asgi_middleware(RequestGuard)
+
+
+def _bento_model_tag() -> str | None:
+    """The model tag recorded in the Bento this service was loaded from (None outside a Bento)."""
+    bento = getattr(PaperTrack, "bento", None)
+    if bento is None:
+        return None
+    for info in bento.info.services:
+        if info.name == PaperTrack.name and info.models:
+            return str(info.models[0].tag)
+    return None
+
+
+def _json(data: dict) -> Response:
+    return Response(json.dumps(data, ensure_ascii=False).encode("utf-8"), media_type="application/json")

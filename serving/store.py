@@ -1,0 +1,124 @@
+"""The champion in the BentoML model store: imported from the MLflow registry, referenced by tag.
+
+``import_champion`` copies the registered version behind an alias (default ``champion``) into the
+BentoML model store with ``bentoml.mlflow.import_model``. The tag is deterministic,
+``papertrack:v<version>-<run id prefix>``, so importing the same champion twice reuses the stored copy.
+The service finds its model by the tag in ``$PAPERTRACK_BENTO_MODEL`` (set by ``papertrack serve`` and
+``papertrack build``), else ``papertrack:latest`` — inside a built Bento the one packed model.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from papertrack import config
+
+BENTO_MODEL_NAME = "papertrack"
+MODEL_TAG_ENV = "PAPERTRACK_BENTO_MODEL"
+WORKERS_ENV = "PAPERTRACK_WORKERS"
+ACCESS_LOG_ENV = "PAPERTRACK_ACCESS_LOG"
+TRACE_ENV = "PAPERTRACK_TRACE_PREDICTIONS"
+DEFAULT_MODEL_TAG = f"{BENTO_MODEL_NAME}:latest"
+MLFLOW_MODEL_FOLDER = "mlflow_model"  # where bentoml.mlflow keeps the MLflow model inside a BentoML model
+_NON_METRIC_TAGS = {"data_digest", "candidate", "run_id", "gate", "data_change"}
+TRAIN_HINT = "Run `papertrack train` to train and register a champion"
+
+
+class NoChampionError(RuntimeError):
+    """No model to serve: nothing registered behind the alias, or not in the BentoML store."""
+
+
+def model_tag() -> str:
+    """The BentoML tag the service loads."""
+    return os.environ.get(MODEL_TAG_ENV) or DEFAULT_MODEL_TAG
+
+
+def service_env(tag: str, workers: int = 1, access_log: bool = False) -> dict[str, str]:
+    """The environment for ``bentoml serve``/``bentoml build`` of the service with the model ``tag``."""
+    config.quiet_third_parties()
+    return {**os.environ, MODEL_TAG_ENV: tag, WORKERS_ENV: str(workers), ACCESS_LOG_ENV: str(access_log).lower()}
+
+
+@dataclass(frozen=True)
+class Champion:
+    name: str
+    version: str
+    run_id: str
+    alias: str
+    tags: dict[str, str]
+
+    @property
+    def model_uri(self) -> str:
+        return f"models:/{self.name}/{self.version}"
+
+    @property
+    def bento_tag(self) -> str:
+        return f"{BENTO_MODEL_NAME}:v{self.version}-{self.run_id[:12]}".lower()
+
+
+def find_champion(alias: str = "champion", name: str = config.MODEL_NAME) -> Champion:
+    """The registered version behind ``alias``; ``NoChampionError`` (with what to do) when there is none."""
+    from mlflow.exceptions import MlflowException
+
+    from papertrack.training import tracking
+
+    uri = tracking.configure()
+    try:
+        version = tracking.client().get_model_version_by_alias(name, alias)
+    except MlflowException:
+        raise NoChampionError(f"no model registered as {name}@{alias} in {uri}. {TRAIN_HINT} "
+                              f"(or set PAPERTRACK_HOME / MLFLOW_TRACKING_URI to the store that has one).") from None
+    tags = dict(version.tags or {})
+    run_id = tags.get("run_id") or version.run_id or ""
+    return Champion(name, str(version.version), run_id, alias, tags)
+
+
+def import_champion(alias: str = "champion", name: str = config.MODEL_NAME):
+    """Import ``models:/<name>@<alias>`` into the BentoML store (once per version) and return the bentoml.Model."""
+    import bentoml
+    from bentoml.exceptions import NotFound
+
+    champion = find_champion(alias, name)
+    try:
+        return bentoml.models.get(champion.bento_tag)
+    except NotFound:
+        pass
+    metrics = {key: float(value) for key, value in champion.tags.items()
+               if key not in _NON_METRIC_TAGS and _is_float(value)}
+    return bentoml.mlflow.import_model(
+        champion.bento_tag,
+        champion.model_uri,
+        labels={"registered_model": name, "version": champion.version, "alias": alias},
+        metadata={
+            "registered_model": name, "version": champion.version, "run_id": champion.run_id, "alias": alias,
+            "model_uri": champion.model_uri, "candidate": champion.tags.get("candidate"),
+            "data_digest": champion.tags.get("data_digest"), "metrics": metrics,
+        },
+    )
+
+
+def stored_model(tag: str | None = None):
+    """The bentoml.Model for ``tag`` (default: ``model_tag()``) from the local store, or NoChampionError."""
+    import bentoml
+    from bentoml.exceptions import NotFound
+
+    tag = tag or model_tag()
+    try:
+        return bentoml.models.get(tag)
+    except NotFound:
+        raise NoChampionError(missing_message(tag)) from None
+
+
+def missing_message(tag: str) -> str:
+    return (f"model {tag} is not in the BentoML model store. {TRAIN_HINT}, then `papertrack serve` or "
+            f"`papertrack build` (both import the champion into the store first).")
+
+
+def _is_float(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True

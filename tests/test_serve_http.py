@@ -1,0 +1,179 @@
+"""End to end over real HTTP: `papertrack serve` (which imports the champion and runs `bentoml serve`) as a
+subprocess on a free loopback port; real abstracts; answers equal to the registered pyfunc's; the server is
+always stopped by its PID (process group) in the fixture's teardown. Also `papertrack label --url`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM to the server's own process group (started with a new session), SIGKILL if it lingers."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.fixture(scope="module")
+def server_env(trained, tmp_path_factory):
+    home = tmp_path_factory.mktemp("bentoml-home-http")
+    env = {**os.environ, "BENTOML_HOME": str(home), "PAPERTRACK_HOME": str(trained["home"]),
+           "BENTOML_DO_NOT_TRACK": "true", "MLFLOW_DISABLE_TELEMETRY": "true"}
+    env.pop("MLFLOW_TRACKING_URI", None)  # the session's store is PAPERTRACK_HOME's
+    env.pop("PAPERTRACK_BENTO_MODEL", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def server(server_env, tmp_path_factory):
+    import httpx
+
+    port = free_port()
+    log = tmp_path_factory.mktemp("server-log") / "serve.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([PAPERTRACK, "serve", "--port", str(port)], env=server_env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"server not ready after 180 s:\n{log.read_text()[-3000:]}")
+            time.sleep(0.25)
+        yield {"url": url, "proc": proc, "log": log}
+    finally:
+        stop(proc)
+    assert proc.poll() is not None
+
+
+@pytest.fixture(scope="module")
+def records(trained):
+    with open(trained["data"], encoding="utf-8") as f:
+        return [json.loads(line) for line, _ in zip(f, range(40))]
+
+
+def test_predict_over_http_equals_the_pyfunc(server, trained, records):
+    import bentoml
+    import pandas as pd
+
+    from papertrack.models.artifact import load_predictor
+    from papertrack.training import tracking
+
+    tracking.configure()
+    _, pyfunc = load_predictor(trained["model_uri"])
+    with bentoml.SyncHTTPClient(server["url"], timeout=30) as client:
+        for record in records[:8]:
+            body = client.predict(abstract=record["abstract"], title=None, top_k=3)
+            assert set(body) == {"tracks", "areas", "model"}
+            assert len(body["tracks"]) == 3
+            assert body["model"]["name"] == "papertrack"
+            assert body["model"]["run_id"] == trained["result"].winner.run_id
+            expected = pyfunc.predict(pd.DataFrame({"abstract": [record["abstract"]]}), params={"top_k": 3}).iloc[0]
+            assert body["tracks"] == list(expected["tracks"])
+            assert body["areas"] == list(expected["areas"])
+
+
+def test_batch_metadata_and_system_endpoints_over_http(server, trained, records):
+    import httpx
+
+    url = server["url"]
+    papers = [{"abstract": r["abstract"], "title": r.get("title")} for r in records[:20]]
+    response = httpx.post(f"{url}/predict_batch", json={"papers": papers, "top_k": 4}, timeout=30)
+    assert response.status_code == 200
+    results = response.json()["results"]
+    assert len(results) == 20 and all(len(r["tracks"]) == 4 for r in results)
+    single = httpx.post(f"{url}/predict", json={**papers[7], "top_k": 4}, timeout=30).json()
+    assert results[7] == {"tracks": single["tracks"], "areas": single["areas"]}
+
+    meta = httpx.get(f"{url}/metadata", timeout=10).json()
+    assert meta["data_digest"] == trained["result"].data_digest
+    assert meta["n_labels"] == len(meta["labels"]) and meta["hierarchy"]
+
+    for path in ("/healthz", "/readyz", "/livez"):
+        assert httpx.get(url + path, timeout=10).status_code == 200
+    metrics = httpx.get(f"{url}/metrics", timeout=10)
+    assert metrics.status_code == 200 and "bentoml_service_request" in metrics.text
+    assert "/predict" in httpx.get(f"{url}/docs.json", timeout=10).json()["paths"]
+
+
+def test_bad_requests_over_http_are_4xx(server):
+    import httpx
+
+    url = server["url"]
+    cases = [
+        (dict(json={"abstract": "   "}), 400),
+        (dict(json={"abstract": "ok", "top_k": 10_000}), 400),
+        (dict(content=b"{not json", headers={"Content-Type": "application/json"}), 400),
+        (dict(content=b"abstract=x", headers={"Content-Type": "application/x-www-form-urlencoded"}), 415),
+        (dict(json={"abstract": "y" * 20_001}), 400),
+    ]
+    for kwargs, status in cases:
+        response = httpx.post(f"{url}/predict", timeout=10, **kwargs)
+        assert response.status_code == status, response.text
+        assert response.json()["error"]
+    big = {"papers": [{"abstract": "ok"}] * 1001}
+    assert httpx.post(f"{url}/predict_batch", json=big, timeout=30).status_code == 400
+    # the server keeps answering after bad requests, and logged no traceback for them
+    assert httpx.post(f"{url}/predict", json={"abstract": "graph neural networks"}, timeout=10).status_code == 200
+    assert "Traceback" not in server["log"].read_text()
+
+
+def test_label_through_the_service_equals_local_labeling(server, server_env, trained, tmp_path):
+    dump = tmp_path / "dump.jsonl"
+    lines = Path(trained["data"]).read_text(encoding="utf-8").splitlines()[:120]
+    lines.insert(5, '{"abstract": ""}')
+    lines.insert(9, "{broken json")
+    dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    outputs = {}
+    for mode, extra in (("http", ["--url", server["url"]]), ("local", [])):
+        out = tmp_path / f"{mode}.jsonl"
+        result = subprocess.run([PAPERTRACK, "label", str(dump), "-o", str(out), "--no-progress",
+                                 "--chunk-size", "50", *extra], env=server_env, capture_output=True, text=True,
+                                timeout=300)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "122 input records = 120 labeled rows" in " ".join(result.stdout.split())
+        outputs[mode] = (out.read_bytes(), (tmp_path / f"{mode}.errors.jsonl").read_bytes())
+    assert outputs["http"] == outputs["local"]
+
+
+def test_bentoml_serve_without_the_model_fails_fast(server_env, tmp_path):
+    env = {**server_env, "BENTOML_HOME": str(tmp_path / "empty-bentoml")}
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "bentoml", "serve", "papertrack.serving.service:PaperTrack",
+                             "--host", "127.0.0.1", "--port", str(free_port())], env=env, capture_output=True,
+                            text=True, timeout=120, start_new_session=True)
+    assert result.returncode != 0
+    assert "papertrack train" in result.stdout + result.stderr
+    assert time.monotonic() - started < 60

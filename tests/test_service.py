@@ -1,0 +1,399 @@
+"""In-process tests of the BentoML service class: every endpoint and every bad request (-> the right 4xx).
+
+The champion comes from the session fixture ``trained``; it is imported into a temporary BentoML home
+so the user's model store is never touched. Requests go through the real ASGI app of the service
+(``PaperTrack.to_asgi()``: BentoML's routes, middlewares and validation) with Starlette's TestClient.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("BENTOML_DO_NOT_TRACK", "true")
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+REPO = Path(__file__).resolve().parents[1]
+
+ABSTRACTS = [
+    "We propose a sparse attention mechanism for transformers that reduces the quadratic cost of "
+    "self-attention on long sequences while matching dense attention on language modeling benchmarks.",
+    "We study offline reinforcement learning and derive a conservative policy gradient method that avoids "
+    "overestimating the value of out-of-distribution actions.",
+    "We prove convergence rates for stochastic gradient descent on non-convex objectives that satisfy the "
+    "Polyak-Lojasiewicz inequality, and show the rates are tight.",
+]
+
+
+@pytest.fixture(scope="module")
+def bento_home(trained, tmp_path_factory):
+    """A temporary BentoML home (env var for subprocesses, container singletons patched in this process)."""
+    from bentoml._internal.bento import BentoStore
+    from bentoml._internal.configuration.containers import BentoMLContainer
+    from bentoml._internal.models import ModelStore
+    from bentoml._internal.server.metrics.prometheus import PrometheusClient
+
+    home = tmp_path_factory.mktemp("bentoml-home")
+    for sub in ("models", "bentos", "envs", "tmp"):
+        (home / sub).mkdir()
+    saved = {k: os.environ.get(k) for k in ("BENTOML_HOME", "PAPERTRACK_BENTO_MODEL")}
+    os.environ["BENTOML_HOME"] = str(home)
+    with BentoMLContainer.bentoml_home.patch(str(home)), \
+            BentoMLContainer.model_store.patch(ModelStore(home / "models")), \
+            BentoMLContainer.bento_store.patch(BentoStore(home / "bentos")), \
+            BentoMLContainer.metrics_client.patch(PrometheusClient(multiproc=False)):
+        yield home
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="module")
+def imported(bento_home):
+    from papertrack.serving import store
+
+    model = store.import_champion()
+    os.environ[store.MODEL_TAG_ENV] = str(model.tag)
+    return model
+
+
+@pytest.fixture(scope="module")
+def client(imported):
+    from starlette.testclient import TestClient
+
+    from papertrack.serving.service import PaperTrack
+
+    with TestClient(PaperTrack.to_asgi()) as test_client:
+        yield test_client
+
+
+@pytest.fixture(scope="module")
+def pyfunc(trained):
+    from papertrack.models.artifact import load_predictor
+    from papertrack.training import tracking
+
+    tracking.configure()
+    return load_predictor(trained["model_uri"])
+
+
+# --------------------------------------------------------------------------- the model store
+
+
+def test_import_champion_is_idempotent_and_keeps_mlflow_artifacts(imported, trained):
+    from papertrack.serving import store
+    from papertrack.training import tracking
+
+    champion = store.find_champion()
+    assert str(imported.tag) == champion.bento_tag == f"papertrack:v{champion.version}-{champion.run_id[:12]}"
+    assert store.import_champion().tag == imported.tag  # the stored copy is reused
+    meta = imported.info.metadata
+    assert meta["version"] == champion.version and meta["run_id"] == trained["result"].winner.run_id
+    assert (Path(imported.path) / "mlflow_model" / "MLmodel").exists()
+    tracking.configure()
+    from papertrack.models.artifact import load_predictor
+
+    load_predictor(trained["model_uri"])  # the registry's own copy is still there after the import
+
+
+def test_no_champion_fails_fast_with_a_hint(tmp_path, monkeypatch, trained):
+    from typer.testing import CliRunner
+
+    from papertrack.cli import app
+    from papertrack.serving import store
+    from papertrack.training import tracking
+
+    monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "empty-home"))
+    try:
+        with pytest.raises(store.NoChampionError, match="papertrack train"):
+            store.find_champion()
+        result = CliRunner().invoke(app, ["serve", "--port", "3999"])
+        assert result.exit_code == 1
+        assert "papertrack train" in " ".join(result.output.split())
+    finally:
+        monkeypatch.undo()
+        tracking.configure()  # back to the session's store
+
+
+def test_service_without_its_model_in_the_store_fails_fast(imported, monkeypatch):
+    from papertrack.serving import store
+    from papertrack.serving.service import PaperTrack
+
+    monkeypatch.setenv(store.MODEL_TAG_ENV, "papertrack:v999-notthere")
+    with pytest.raises(store.NoChampionError, match="papertrack train"):
+        PaperTrack()
+
+
+# --------------------------------------------------------------------------- endpoints
+
+
+def check_result(result: dict, top_k: int, n_labels: int) -> None:
+    tracks, areas = result["tracks"], result["areas"]
+    assert len(tracks) == top_k
+    assert set(tracks[0]) == {"label", "area", "subarea", "probability"}
+    probabilities = [t["probability"] for t in tracks]
+    assert probabilities == sorted(probabilities, reverse=True)
+    for track in tracks:
+        assert track["label"].startswith(track["area"])
+        assert track["subarea"] is None or track["label"] == f"{track['area']} · {track['subarea']}"
+    area_p = [a["probability"] for a in areas]
+    assert area_p == sorted(area_p, reverse=True)
+    assert sum(area_p) == pytest.approx(1.0, abs=1e-6)
+    assert 0 < top_k <= n_labels
+
+
+def test_predict(client, pyfunc, imported):
+    predictor, model = pyfunc
+    response = client.post("/predict", json={"abstract": ABSTRACTS[0], "title": None, "top_k": 3})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert set(body) == {"tracks", "areas", "model"}
+    check_result(body, 3, predictor.space.n_labels)
+    assert len(body["areas"]) == len(predictor.space.areas)
+    assert body["model"] == {"name": "papertrack", "version": imported.info.metadata["version"],
+                             "run_id": imported.info.metadata["run_id"]}
+    # the same answer as the registered pyfunc for the same abstract
+    import pandas as pd
+
+    expected = model.predict(pd.DataFrame({"abstract": [ABSTRACTS[0]]}), params={"top_k": 3}).iloc[0]
+    assert body["tracks"] == list(expected["tracks"]) and body["areas"] == list(expected["areas"])
+
+
+@pytest.mark.parametrize("top_k", [1, 5])
+def test_predict_top_k_and_title(client, pyfunc, top_k):
+    predictor, _ = pyfunc
+    response = client.post("/predict", json={"abstract": ABSTRACTS[1], "title": "Conservative offline RL",
+                                             "top_k": top_k})
+    assert response.status_code == 200
+    body = response.json()
+    check_result(body, top_k, predictor.space.n_labels)
+    assert body["tracks"] == predictor.predict([ABSTRACTS[1]], ["Conservative offline RL"], top_k)[0]["tracks"]
+
+
+def test_predict_all_labels(client, pyfunc):
+    n = pyfunc[0].space.n_labels
+    body = client.post("/predict", json={"abstract": ABSTRACTS[2], "top_k": n}).json()
+    assert sorted(t["label"] for t in body["tracks"]) == sorted(pyfunc[0].space.labels)
+    assert sum(t["probability"] for t in body["tracks"]) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_predict_batch_keeps_order_and_matches_predict(client, pyfunc):
+    papers = [{"abstract": a, "title": None} for a in ABSTRACTS] + [{"abstract": ABSTRACTS[0], "title": "x"}]
+    response = client.post("/predict_batch", json={"papers": papers, "top_k": 2})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert set(body) == {"results", "model"}
+    assert len(body["results"]) == len(papers)
+    for paper, result in zip(papers, body["results"]):
+        assert set(result) == {"tracks", "areas"}
+        check_result(result, 2, pyfunc[0].space.n_labels)
+        single = client.post("/predict", json={**paper, "top_k": 2}).json()
+        assert result == {"tracks": single["tracks"], "areas": single["areas"]}
+
+
+def test_metadata(client, trained, imported, pyfunc):
+    response = client.get("/metadata")
+    assert response.status_code == 200
+    meta = response.json()
+    predictor = pyfunc[0]
+    result = trained["result"]
+    assert meta["model"]["version"] == imported.info.metadata["version"]
+    assert meta["model"]["run_id"] == result.winner.run_id
+    assert meta["bento_model"] == str(imported.tag)
+    assert meta["data_digest"] == result.data_digest
+    assert meta["candidate"] == result.winner.candidate.name
+    assert meta["labels"] == list(predictor.space.labels) and meta["n_labels"] == predictor.space.n_labels
+    assert meta["hierarchy"] == predictor.space.hierarchy()
+    assert sorted(l for labels in meta["hierarchy"].values() for l in labels) == sorted(meta["labels"])
+    assert meta["metrics"]["label_top3"] == pytest.approx(result.winner.metrics["label_top3"])
+    assert meta["limits"] == {"max_abstract_chars": 20_000, "max_title_chars": 1_000, "max_batch": 1_000}
+
+
+def test_bentoml_system_endpoints_and_openapi(client):
+    for path in ("/healthz", "/livez", "/readyz"):
+        assert client.get(path).status_code == 200, path
+    metrics = client.get("/metrics")
+    assert metrics.status_code == 200 and "text/plain" in metrics.headers["content-type"]
+    assert client.get("/").status_code == 200
+    spec = client.get("/docs.json").json()
+    assert {"/predict", "/predict_batch", "/metadata"} <= set(spec["paths"])
+    schemas = spec["components"]["schemas"]
+    examples = json.dumps(schemas)
+    assert '"example"' in examples and "sparse attention" in examples
+
+
+# --------------------------------------------------------------------------- bad requests -> 4xx
+
+LONG = "x" * 20_001
+BAD_PREDICT = [
+    ("missing abstract", {"title": "t"}, 400, "abstract: Field required"),
+    ("empty abstract", {"abstract": ""}, 400, "abstract"),
+    ("whitespace abstract", {"abstract": "  \n\t "}, 400, "only whitespace"),
+    ("abstract not a string", {"abstract": 123}, 400, "abstract: Input should be a valid string"),
+    ("abstract null", {"abstract": None}, 400, "abstract"),
+    ("title not a string", {"abstract": "ok", "title": 5}, 400, "title"),
+    ("top_k as string", {"abstract": "ok", "top_k": "3"}, 400, "top_k: Input should be a valid integer"),
+    ("top_k float", {"abstract": "ok", "top_k": 2.5}, 400, "top_k"),
+    ("top_k boolean", {"abstract": "ok", "top_k": True}, 400, "top_k"),
+    ("top_k zero", {"abstract": "ok", "top_k": 0}, 400, "top_k: Input should be greater than or equal to 1"),
+    ("top_k negative", {"abstract": "ok", "top_k": -3}, 400, "top_k"),
+    ("top_k above the labels", {"abstract": "ok", "top_k": 500}, 400, "top_k must be between 1 and"),
+    ("top_k huge", {"abstract": "ok", "top_k": 10**12}, 400, "top_k"),
+    ("abstract too long", {"abstract": LONG}, 400, "abstract: String should have at most 20000 characters"),
+    ("title too long", {"abstract": "ok", "title": "t" * 1001}, 400, "title"),
+    ("unknown field", {"abstract": "ok", "topk": 3}, 400, "topk: Extra inputs are not permitted"),
+]
+
+
+@pytest.mark.parametrize("name,body,status,message", BAD_PREDICT, ids=[case[0] for case in BAD_PREDICT])
+def test_bad_predict_requests(client, name, body, status, message):
+    response = client.post("/predict", json=body)
+    assert response.status_code == status, response.text
+    error = response.json()
+    assert message in error["error"], error
+    assert isinstance(error["detail"], list) and error["detail"]
+
+
+BAD_BATCH = [
+    ("no papers", {"top_k": 3}, "papers: Field required"),
+    ("empty batch", {"papers": []}, "papers: List should have at least 1 item"),
+    ("papers not a list", {"papers": {"abstract": "ok"}}, "papers"),
+    ("paper not an object", {"papers": ["just a string"]}, "papers[0]"),
+    ("paper without abstract", {"papers": [{"abstract": "ok"}, {"title": "t"}]}, "papers[1].abstract: Field required"),
+    ("blank abstract in batch", {"papers": [{"abstract": "ok"}, {"abstract": " "}]}, "papers[1].abstract"),
+    ("batch too large", {"papers": [{"abstract": "ok"}] * 1001}, "papers: List should have at most 1000 items"),
+    ("top_k out of range", {"papers": [{"abstract": "ok"}], "top_k": 0}, "top_k"),
+    ("top_k above the labels", {"papers": [{"abstract": "ok"}], "top_k": 999}, "top_k must be between 1 and"),
+]
+
+
+@pytest.mark.parametrize("name,body,message", BAD_BATCH, ids=[case[0] for case in BAD_BATCH])
+def test_bad_batch_requests(client, name, body, message):
+    response = client.post("/predict_batch", json=body)
+    assert response.status_code == 400, response.text
+    assert message in response.json()["error"]
+
+
+RAW_BODIES = [
+    ("invalid JSON", b'{"abstract": "unterminated', "application/json", 400, "Invalid JSON"),
+    ("JSON array body", b'["an abstract"]', "application/json", 400, "Input should be an object"),
+    ("JSON string body", b'"an abstract"', "application/json", 400, "Input should be an object"),
+    ("empty body", b"", "application/json", 400, "abstract: Field required"),
+    ("not UTF-8", b'{"abstract": "\xff\xfe"}', "application/json", 400, "invalid request"),
+    ("text/plain", b'{"abstract": "ok"}', "text/plain", 415, "Content-Type: application/json"),
+    ("form", b"abstract=ok", "application/x-www-form-urlencoded", 415, "Content-Type: application/json"),
+    ("multipart", b"--x\r\n\r\nok\r\n--x--", "multipart/form-data; boundary=x", 415, "application/json"),
+    ("pickle", b"\x80\x04N.", "application/vnd.bentoml+pickle", 415, "application/json"),
+]
+
+
+@pytest.mark.parametrize("path", ["/predict", "/predict_batch"])
+@pytest.mark.parametrize("name,data,content_type,status,message", RAW_BODIES, ids=[c[0] for c in RAW_BODIES])
+def test_malformed_bodies_and_content_types(client, path, name, data, content_type, status, message):
+    response = client.post(path, content=data, headers={"Content-Type": content_type})
+    assert response.status_code == status, response.text
+    if name == "empty body" and path == "/predict_batch":
+        message = "papers: Field required"
+    assert message in response.json()["error"]
+
+
+def test_json_with_charset_is_accepted(client):
+    response = client.post("/predict", content=json.dumps({"abstract": ABSTRACTS[0]}).encode(),
+                           headers={"Content-Type": "application/json; charset=utf-8"})
+    assert response.status_code == 200
+
+
+def test_wrong_method_and_unknown_path(client):
+    assert client.get("/predict").status_code == 405
+    assert client.post("/metadata", json={}).status_code == 405
+    assert client.get("/nowhere").status_code == 404
+
+
+def test_guard_rejects_large_and_chunked_bodies():
+    """The 413 path of the guard, with a small limit (the real one is 32 MiB)."""
+    import asyncio
+
+    from papertrack.serving.guard import RequestGuard
+
+    async def app(scope, receive, send):
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"%d" % len(body)})
+
+    def call(headers, chunks):
+        sent, pending = [], list(chunks)
+
+        async def receive():
+            data = pending.pop(0)
+            return {"type": "http.request", "body": data, "more_body": bool(pending)}
+
+        async def send(message):
+            sent.append(message)
+
+        scope = {"type": "http", "path": "/predict", "method": "POST", "headers": headers}
+        asyncio.run(RequestGuard(app, max_body_bytes=100)(scope, receive, send))
+        return sent[0]["status"], sent[1]["body"]
+
+    status, body = call([(b"content-length", b"1000")], [b"x" * 1000])
+    assert status == 413 and b"limit is 100 bytes" in body
+    status, body = call([], [b"x" * 60, b"x" * 60])  # chunked, no Content-Length
+    assert status == 413
+    assert call([], [b"x" * 40, b"x" * 40]) == (200, b"80")  # small chunked bodies reach the app intact
+    assert call([(b"content-length", b"abc")], [b""])[0] == 400
+
+
+# --------------------------------------------------------------------------- the Bento
+
+
+def test_bentofile_matches_the_package():
+    import yaml
+
+    from papertrack import __version__
+
+    spec = yaml.safe_load((REPO / "bentofile.yaml").read_text())
+    assert spec["service"] == "papertrack.serving.service:PaperTrack"
+    assert spec["python"]["wheels"] == [f"dist/papertrack-{__version__}-py3-none-any.whl"]
+    assert spec["python"]["lock_packages"] is False
+    assert all(not pattern.startswith(("papertrack", "serving", "*")) for pattern in spec["include"])
+
+
+@pytest.mark.slow
+def test_bentoml_build_packs_the_wheel_and_the_model(imported, bento_home, tmp_path):
+    """`bentoml build` with the repo's bentofile.yaml (in a scratch build context), then the exported
+    archive holds the papertrack wheel and the champion."""
+    from papertrack.serving.commands import build_wheel
+    from papertrack.serving.store import service_env
+
+    context = tmp_path / "ctx"
+    context.mkdir()
+    shutil.copy2(REPO / "bentofile.yaml", context / "bentofile.yaml")
+    wheel = build_wheel(context / "dist")
+    env = {**service_env(str(imported.tag)), "BENTOML_HOME": str(bento_home)}
+    built = subprocess.run([sys.executable, "-m", "bentoml", "build", "-o", "tag", str(context)], cwd=context,
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout + built.stderr
+    tag = built.stdout.strip().splitlines()[-1].removeprefix("__tag__:")
+    archive = tmp_path / "papertrack.bento"
+    exported = subprocess.run([sys.executable, "-m", "bentoml", "export", tag, str(archive)], env=env,
+                              capture_output=True, text=True, timeout=300)
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    with tarfile.open(archive) as tar:
+        names = set(tar.getnames())
+    version = str(imported.tag).split(":")[1]
+    assert f"./env/python/wheels/{wheel.name}" in names
+    assert f"./models/papertrack/{version}/mlflow_model/MLmodel" in names
+    assert f"./models/papertrack/{version}/mlflow_model/artifacts/predictor.joblib" in names
+    assert not any(name.startswith("./src/papertrack") for name in names)  # no shadowing copy of the package
