@@ -10,4 +10,6 @@ DATA_DIR=${PAPERTRACK_DATA_DIR:-../shared/data}
 .venv/bin/papertrack runs
 mkdir -p out
 .venv/bin/papertrack label "$DATA_DIR/samples/labeled_dump.txt" -o out/labeled_dump.jsonl
+echo "(The sample dump's abstracts are also in the training data, so its top-1/top-3 above is not an accuracy"
+echo " figure: the cross-validated metrics printed by 'papertrack train' are.)"
 echo "Labeled output: out/labeled_dump.jsonl   MLflow UI: .venv/bin/mlflow ui --backend-store-uri sqlite:///$(pwd)/.papertrack/mlflow.db"
