@@ -285,15 +285,15 @@ def _with_weights(candidate: Candidate, weights: list[float]) -> Candidate:
 def _refit_and_log(winner: CandidateResult, data: TrainingSet, seed: int, use_title: bool) -> str:
     """Refit the winner on all data and log it, in the winner's own run, as the pyfunc artifact."""
     classifier = winner.candidate.build(data.space.n_labels, seed).fit(data.texts, data.y)
-    info = {"candidate": winner.candidate.name, "family": winner.candidate.family, "data_digest": data.digest,
-            "run_id": winner.run_id, "metrics": winner.metrics}
-    predictor = TrackPredictor(classifier, data.space, info, use_title=use_title)
+    about = {"candidate": winner.candidate.name, "family": winner.candidate.family, "data_digest": data.digest,
+             "run_id": winner.run_id, "metrics": winner.metrics}
+    predictor = TrackPredictor(classifier, data.space, about, use_title=use_title)
     example = pd.DataFrame({"abstract": [r.abstract for r in data.records[:2]],
                             "title": [r.title or "" for r in data.records[:2]]})
     with tempfile.TemporaryDirectory() as tmp, mlflow.start_run(run_id=winner.run_id, nested=True):
         path = predictor.save(Path(tmp) / PREDICTOR_FILE)
-        info = mlflow.pyfunc.log_model(
+        logged = mlflow.pyfunc.log_model(
             name="model", python_model=PaperTrackModel(), artifacts={"predictor": str(path)},
             signature=signature(), input_example=example, pip_requirements=pip_requirements(winner.candidate))
         mlflow.set_tag("refit", "all data")
-    return info.model_uri
+    return logged.model_uri
