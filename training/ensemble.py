@@ -25,23 +25,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from papertrack.models.ensemble import combine
-from papertrack.training.metrics import macro_f1
+from papertrack.training.metrics import log_loss, macro_f1, top_k_accuracy
 
 OBJECTIVES = ("top3+f1", "log_loss")
-
-
-def _top3(proba: np.ndarray, y: np.ndarray) -> float:
-    top = np.argpartition(-proba, 2, axis=1)[:, :3]
-    return float(np.mean(np.any(top == y[:, None], axis=1)))
 
 
 def score(proba: np.ndarray, y: np.ndarray, objective: str = "top3+f1") -> float:
     """Higher is better. ``top3+f1``: label top-3 accuracy + label macro-F1 (the two ranking metrics,
     summed so that a large macro-F1 gain can pay for a tiny top-3 loss); ``log_loss``: its negative."""
     if objective == "top3+f1":
-        return _top3(proba, y) + macro_f1(y, proba.argmax(axis=1))
+        return top_k_accuracy(proba, y, 3) + macro_f1(y, proba.argmax(axis=1))
     if objective == "log_loss":
-        return float(np.mean(np.log(np.clip(proba[np.arange(len(y)), y], 1e-15, 1.0))))
+        return -log_loss(proba, y)
     raise ValueError(f"unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}")
 
 
