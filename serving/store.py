@@ -60,16 +60,13 @@ class Champion:
 
 def find_champion(alias: str = "champion", name: str = config.MODEL_NAME) -> Champion:
     """The registered version behind ``alias``; ``NoChampionError`` (with what to do) when there is none."""
-    from mlflow.exceptions import MlflowException
-
-    from papertrack.training import tracking
+    from papertrack.training import registry, tracking
 
     uri = tracking.configure()
-    try:
-        version = tracking.client().get_model_version_by_alias(name, alias)
-    except MlflowException:
+    version = registry.version_by_alias(alias, name)
+    if version is None:
         raise NoChampionError(f"no model registered as {name}@{alias} in {uri}. {TRAIN_HINT} "
-                              f"(or set PAPERTRACK_HOME / MLFLOW_TRACKING_URI to the store that has one).") from None
+                              f"(or set PAPERTRACK_HOME / MLFLOW_TRACKING_URI to the store that has one).")
     tags = dict(version.tags or {})
     run_id = tags.get("run_id") or version.run_id or ""
     return Champion(name, str(version.version), run_id, alias, tags)

@@ -29,12 +29,17 @@ class Decision:
     previous_champion: str | None
 
 
-def current_champion(name: str = MODEL_NAME):
-    """The champion's ModelVersion, or None when nothing is registered yet."""
+def version_by_alias(alias: str, name: str = MODEL_NAME):
+    """The ModelVersion behind ``name@alias``, or None when there is none."""
     try:
-        return client().get_model_version_by_alias(name, CHAMPION)
+        return client().get_model_version_by_alias(name, alias)
     except MlflowException:
         return None
+
+
+def current_champion(name: str = MODEL_NAME):
+    """The champion's ModelVersion, or None when nothing is registered yet."""
+    return version_by_alias(CHAMPION, name)
 
 
 def _metrics_of(version) -> dict[str, float] | None:
