@@ -1,7 +1,7 @@
 """Batch labeling: every record of one or more dumps -> one output row (JSONL or CSV), in input order.
 
 * Streams: records come from :func:`iter_records` and are labeled in chunks (one vectorised
-  ``predict_proba`` + ``rank`` of the champion per chunk, or ``/predict_batch`` requests to a running
+  ``TrackPredictor.predict`` of the champion per chunk, or ``/predict_batch`` requests to a running
   service), so memory does not grow with the dump.
 * Never loses a record: a record that cannot be labeled (a ``BadRecord`` from ingestion, or one the
   service rejects) goes to the errors file with its reason; ``inputs == rows + errors`` is checked.
@@ -67,8 +67,7 @@ class LocalBackend:
         self.description = f"{model_uri} ({info.get('candidate')}, run {str(info.get('run_id'))[:8]})"
 
     def label(self, records: Sequence[Record], k: int) -> list[Result | str]:
-        proba = self.predictor.predict_proba([r.abstract for r in records], [r.title for r in records])
-        return self.predictor.rank(proba, k)
+        return self.predictor.predict([r.abstract for r in records], [r.title for r in records], k)
 
     def close(self) -> None:
         pass

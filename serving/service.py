@@ -6,7 +6,7 @@ Endpoints: ``POST /predict``, ``POST /predict_batch``, ``GET /metadata``, plus B
 Run it with ``papertrack serve`` (imports the current champion, then ``bentoml serve``), or directly with
 ``bentoml serve papertrack.serving.service:PaperTrack`` once a model is in the BentoML store.
 
-Answers come from :meth:`TrackPredictor.predict_proba` + :meth:`TrackPredictor.rank` of the loaded
+Answers come from :meth:`TrackPredictor.predict` of the loaded
 pyfunc's predictor — the same artifact and logic as ``mlflow.pyfunc.load_model(...).predict``, without
 pandas and MLflow schema enforcement on the hot path.
 """
