@@ -7,7 +7,6 @@ labels get probability 0 — the output always has ``n_labels`` columns in label
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import numpy as np
