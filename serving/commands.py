@@ -22,6 +22,7 @@ console = Console()
 err_console = Console(stderr=True)
 
 SERVICE = "papertrack.serving.service:PaperTrack"
+REPO_ROOT = Path(__file__).resolve().parents[1]  # the source checkout (editable install): bentofile, wheel
 
 
 def _error(message: object) -> None:
@@ -34,7 +35,6 @@ def _note(message: object) -> None:
 
 def _say(message: str) -> None:
     console.print(message, soft_wrap=True, markup=False, highlight=False)
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def _champion_or_exit(alias: str):
@@ -61,8 +61,8 @@ def serve(
     model = _champion_or_exit(alias)
     env = service_env(str(model.tag), workers=workers, access_log=access_log)
     _say(f"Serving {model.tag} (papertrack v{model.info.metadata.get('version')}, "
-                  f"run {str(model.info.metadata.get('run_id'))[:8]}) on http://{host}:{port} "
-                  f"with {workers} worker(s) — OpenAPI page at /, metadata at /metadata")
+         f"run {str(model.info.metadata.get('run_id'))[:8]}) on http://{host}:{port} "
+         f"with {workers} worker(s) — OpenAPI page at /, metadata at /metadata")
     sys.stdout.flush()
     command = [sys.executable, "-m", "bentoml", "serve", SERVICE, "--host", host, "--port", str(port)]
     os.execve(sys.executable, command, env)  # the server takes over this process (and its PID)
