@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
 from papertrack import config
 
@@ -22,7 +21,6 @@ ACCESS_LOG_ENV = "PAPERTRACK_ACCESS_LOG"
 TRACE_ENV = "PAPERTRACK_TRACE_PREDICTIONS"
 DEFAULT_MODEL_TAG = f"{BENTO_MODEL_NAME}:latest"
 MLFLOW_MODEL_FOLDER = "mlflow_model"  # where bentoml.mlflow keeps the MLflow model inside a BentoML model
-_NON_METRIC_TAGS = {"data_digest", "candidate", "run_id", "gate", "data_change"}
 TRAIN_HINT = "Run `papertrack train` to train and register a champion"
 
 
@@ -77,13 +75,14 @@ def import_champion(alias: str = "champion", name: str = config.MODEL_NAME):
     import bentoml
     from bentoml.exceptions import NotFound
 
+    from papertrack.training import registry
+
     champion = find_champion(alias, name)
     try:
         return bentoml.models.get(champion.bento_tag)
     except NotFound:
         pass
-    metrics = {key: float(value) for key, value in champion.tags.items()
-               if key not in _NON_METRIC_TAGS and _is_float(value)}
+    metrics = registry.version_metrics(champion)
     return bentoml.mlflow.import_model(
         champion.bento_tag,
         champion.model_uri,
@@ -111,11 +110,3 @@ def stored_model(tag: str | None = None):
 def missing_message(tag: str) -> str:
     return (f"model {tag} is not in the BentoML model store. {TRAIN_HINT}, then `papertrack serve` or "
             f"`papertrack build` (both import the champion into the store first).")
-
-
-def _is_float(value: Any) -> bool:
-    try:
-        float(value)
-    except (TypeError, ValueError):
-        return False
-    return True

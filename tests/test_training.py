@@ -60,6 +60,10 @@ def test_champion_is_registered_and_predicts_from_abstract_only(trained):
     assert champion.version == result.decision.version
     assert champion.tags["data_digest"] == result.data_digest
     assert champion.run_id == result.winner.run_id
+    # the version's metric tags (what serving reports in /metadata) are exactly the winner's CV metrics
+    recorded = registry.version_metrics(champion)
+    assert set(recorded) == set(result.winner.metrics)
+    assert recorded[PRIMARY_METRIC] == pytest.approx(result.winner.metrics[PRIMARY_METRIC], abs=1e-6)
     model = mlflow.pyfunc.load_model(trained["model_uri"])
     assert model.metadata.signature is not None
     requirements = open(os.path.join(mlflow.artifacts.download_artifacts(trained["model_uri"]),

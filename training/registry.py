@@ -19,6 +19,8 @@ from papertrack.training.tracking import client
 
 CHAMPION = "champion"
 CHALLENGER = "challenger"
+# model-version tags that describe the version; every other tag with a numeric value is a CV metric
+INFO_TAGS = ("data_digest", "candidate", "run_id", "gate", "data_change")
 
 
 @dataclass
@@ -42,11 +44,24 @@ def current_champion(name: str = MODEL_NAME):
     return version_by_alias(CHAMPION, name)
 
 
+def version_metrics(version) -> dict[str, float]:
+    """The cross-validated metrics recorded as tags on a registered version."""
+    metrics = {}
+    for key, value in (version.tags or {}).items():
+        if key in INFO_TAGS:
+            continue
+        try:
+            metrics[key] = float(value)
+        except (TypeError, ValueError):
+            continue
+    return metrics
+
+
 def _metrics_of(version) -> dict[str, float] | None:
-    try:
-        return {m: float(version.tags[m]) for m in (PRIMARY_METRIC, TIEBREAK_METRIC)}
-    except (KeyError, ValueError):
+    metrics = version_metrics(version)
+    if PRIMARY_METRIC not in metrics or TIEBREAK_METRIC not in metrics:
         return None
+    return metrics
 
 
 def gate(new_metrics: dict[str, float], new_digest: str, champion) -> tuple[bool, str]:
