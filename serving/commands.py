@@ -83,16 +83,13 @@ def build(
     _say(f"Built {wheel}")
     _say(f"Packaging model {model.tag} with bentoml build ...")
     env = service_env(str(model.tag))
-    result = subprocess.run([sys.executable, "-m", "bentoml", "build", "-f", str(bentofile), "-o", "tag",
-                             str(REPO_ROOT)], cwd=REPO_ROOT, env=env, capture_output=True, text=True)
-    if result.returncode != 0:
-        _error(f"bentoml build failed:\n{result.stdout}{result.stderr}")
-        raise typer.Exit(1)
-    tag = result.stdout.strip().splitlines()[-1].removeprefix("__tag__:")
+    output = _run([sys.executable, "-m", "bentoml", "build", "-f", str(bentofile), "-o", "tag", str(REPO_ROOT)],
+                  "bentoml build", cwd=REPO_ROOT, env=env)
+    tag = output.strip().splitlines()[-1].removeprefix("__tag__:")
     _say(f"Built Bento {tag} (model {model.tag}). Serve it with: bentoml serve {tag} --host 127.0.0.1")
     if export is not None:
         export.parent.mkdir(parents=True, exist_ok=True)
-        _run([sys.executable, "-m", "bentoml", "export", tag, str(export)], cwd=REPO_ROOT, env=env)
+        _run([sys.executable, "-m", "bentoml", "export", tag, str(export)], "bentoml export", cwd=REPO_ROOT, env=env)
         _say(f"Exported {tag} with its model to {export}")
 
 
@@ -112,19 +109,21 @@ def build_wheel(dist: Path) -> Path:
         for name in ("pyproject.toml", "README.md"):
             if (REPO_ROOT / name).exists():
                 shutil.copy2(REPO_ROOT / name, Path(tmp) / name)
-        result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                                 "-w", str(dist), tmp], capture_output=True, text=True)
-    if result.returncode != 0 or not wheel.exists():
-        _error(f"pip wheel failed:\n{result.stdout}{result.stderr}")
+        _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), tmp],
+             "pip wheel")
+    if not wheel.exists():
+        _error(f"pip wheel did not write {wheel}")
         raise typer.Exit(1)
     return wheel
 
 
-def _run(command: list[str], cwd: Path, env: dict | None = None) -> None:
-    result = subprocess.run(command, cwd=cwd, env=env)
+def _run(command: list[str], what: str, cwd: Path | None = None, env: dict | None = None) -> str:
+    """Run a build step; its output is shown only when it fails (with the exit code). Returns stdout."""
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     if result.returncode != 0:
-        _error(f"{' '.join(command[2:5])} ... failed (exit code {result.returncode})")
+        _error(f"{what} failed (exit code {result.returncode}):\n{result.stdout}{result.stderr}")
         raise typer.Exit(result.returncode)
+    return result.stdout
 
 
 class _RateColumn(ProgressColumn):
