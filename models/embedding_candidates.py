@@ -140,19 +140,9 @@ def _default_singles(keep) -> list[str]:
     return [c.name for c in CANDIDATES.values() if c.default and c.family not in ("ensemble", "baseline") and keep(c)]
 
 
-def _registered(names) -> list[str]:
-    missing = [n for n in names if n not in CANDIDATES]
-    if missing:
-        import warnings
-
-        warnings.warn(f"ensemble-tfidf-minilm: member(s) {', '.join(missing)} are no longer registered; "
-                      "the ensemble goes on without them", stacklevel=2)
-    return [n for n in names if n in CANDIDATES]
-
-
 register(ensemble_candidate(
     "ensemble-tfidf", _default_singles(lambda c: not needs_embeddings(c)), rule="geometric",
     description="every TF-IDF single of the default sweep: needs no torch"))
 register(ensemble_candidate(
-    "ensemble-tfidf-minilm", _registered(ENSEMBLE_TFIDF_MINILM), rule="geometric",
+    "ensemble-tfidf-minilm", list(ENSEMBLE_TFIDF_MINILM), rule="geometric",
     description="word-level TF-IDF models and MiniLM sentence-embedding models"))
