@@ -20,6 +20,11 @@ LABELS = ["Deep Learning · Large Language Models", "Deep Learning · Graph Neur
           "Theory · Learning Theory", "Optimization · Everything Else", "Reinforcement Learning"]
 
 
+def test_an_ensemble_of_an_unregistered_member_is_refused_when_declared():
+    with pytest.raises(ValueError, match="no-such-model.*not registered"):
+        ensemble_candidate("test-broken-ensemble", ["tfidf-word-logreg", "no-such-model"])
+
+
 def _random_proba(rng, n, k, zeros=False):
     p = rng.dirichlet(np.ones(k) * 0.5, size=n)
     if zeros:  # a label absent from a fold's training data gets exactly 0
