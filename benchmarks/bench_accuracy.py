@@ -1,0 +1,296 @@
+"""How stable are the cross-validated figures, and what did (not) move them.
+
+    # the default sweep's candidates and ensembles under several CV seeds (no MLflow logging):
+    # per-seed figures and mean ± sd, to tell a real gain from fold noise
+    .venv/bin/python benchmarks/bench_accuracy.py seeds --seeds 42 7 123
+
+    # the ideas tried to raise label top-3 beyond the default ensemble, each measured on the same
+    # folds with the same nested weight selection as the sweep (--seed: the CV seed, default 42)
+    .venv/bin/python benchmarks/bench_accuracy.py experiments --seed 42
+
+    # fine-tuning the packaged MiniLM end to end on one fold (about 2 minutes per epoch on 2 cores)
+    .venv/bin/python benchmarks/bench_accuracy.py finetune --epochs 4 --max-seq-length 128
+
+Both use the shared labeled corpus (``PAPERTRACK_DATA_DIR``, default ``../shared/data``) and the
+embedding cache of ``PAPERTRACK_HOME`` (a cold cache adds about a minute of embedding). Results
+print as markdown tables; the ones in BENCHMARKS.md came from these commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from papertrack import config
+from papertrack.features.ingest import load_dataset
+from papertrack.models.candidates import CANDIDATES, default_sweep, tfidf
+from papertrack.models.ensemble import is_ensemble, members_of
+from papertrack.training.cv import cross_validate, fold_indices
+from papertrack.training.data import TrainingSet
+from papertrack.training.ensemble import nested_cv
+from papertrack.training.metrics import evaluate
+
+COLUMNS = ("label_top3", "label_top1", "label_macro_f1", "area_top1")
+WITH_SUBAREA = "label_top3_with_subarea"  # top-3 on the records whose label names a subarea
+
+
+def load(path: Path) -> TrainingSet:
+    records, _ = load_dataset([str(path)], None, labeled=True)
+    return TrainingSet.from_records(records)
+
+
+def cross_validate_all(data: TrainingSet, seed: int) -> dict[str, np.ndarray]:
+    """OOF probabilities of every default candidate, ensembles by nested weight selection."""
+    oof: dict[str, np.ndarray] = {}
+    folds = fold_indices(data.y, data.space, 5, seed)
+    for candidate in default_sweep():
+        if is_ensemble(candidate):
+            continue
+        oof[candidate.name] = cross_validate(lambda c=candidate: c.build(data.space.n_labels, seed), data.texts,
+                                             data.y, data.space, 5, seed).oof_proba
+    for candidate in default_sweep():
+        if is_ensemble(candidate):
+            p = candidate.params
+            oof[candidate.name] = nested_cv([oof[m] for m in members_of(candidate)], data.y, folds, rule=p["rule"],
+                                            steps=int(p["steps"]), objective=p["objective"]).oof_proba
+    return oof
+
+
+def seeds(args) -> None:
+    from papertrack.training.metrics import top_k_accuracy
+
+    data = load(args.data)
+    with_subarea = np.array([data.space.subareas[label] is not None for label in data.y])
+    per_seed: dict[str, list[dict[str, float]]] = {}
+    for seed in args.seeds:
+        started = time.perf_counter()
+        for name, proba in cross_validate_all(data, seed).items():
+            metrics = evaluate(proba, data.y, data.space)
+            metrics[WITH_SUBAREA] = top_k_accuracy(proba[with_subarea], data.y[with_subarea], 3)
+            per_seed.setdefault(name, []).append(metrics)
+        print(f"seed {seed}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    rows = sorted(per_seed.items(), key=lambda kv: -statistics.mean(m["label_top3"] for m in kv[1]))
+    print(f"| candidate | top3 per seed ({', '.join(map(str, args.seeds))}) | top3 mean ± sd | top1 | macro-F1 | "
+          f"area top1 | top3 on the {with_subarea.sum():,} records with a subarea |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for name, runs in rows:
+        top3 = [m["label_top3"] for m in runs]
+        sd = statistics.stdev(top3) if len(top3) > 1 else 0.0
+        means = {c: statistics.mean(m[c] for m in runs) for c in (*COLUMNS, WITH_SUBAREA)}
+        print(f"| {name} | {' / '.join(f'{t:.3f}' for t in top3)} | {means['label_top3']:.3f} ± {sd:.3f} | "
+              f"{means['label_top1']:.3f} | {means['label_macro_f1']:.3f} | {means['area_top1']:.3f} | "
+              f"{means[WITH_SUBAREA]:.3f} |")
+
+
+# --------------------------------------------------------------------------- experiments
+
+
+def experiments(args) -> None:
+    from scipy.sparse import csr_matrix, hstack
+    from scipy.special import softmax
+    from sklearn.linear_model import LogisticRegression
+
+    from papertrack.features.embeddings import get_embedder
+    from papertrack.models.embedding_candidates import ENSEMBLE_TFIDF_MINILM
+
+    data = load(args.data)
+    y, space, seed = data.y, data.space, args.seed
+    folds = fold_indices(y, space, 5, seed)
+    texts = np.asarray(data.texts, dtype=object)
+    members = [cross_validate(lambda n=n: CANDIDATES[n].build(space.n_labels, seed), data.texts, y, space, 5,
+                              seed).oof_proba for n in ENSEMBLE_TFIDF_MINILM]
+    embed = get_embedder("minilm").embed
+    X = embed(data.texts, progress=False)
+    rows: list[tuple[str, dict, dict | None]] = []
+
+    def ensemble(extra: list[np.ndarray]) -> dict:
+        return evaluate(nested_cv(members + extra, y, folds, rule="geometric").oof_proba, y, space)
+
+    def per_fold(fit_predict) -> np.ndarray:
+        out = np.zeros((len(y), space.n_labels))
+        for train, test in folds:
+            classes, proba = fit_predict(train, test)
+            out[np.ix_(test, classes)] = proba
+        return out
+
+    def record(name: str, proba: np.ndarray | None, with_ensemble: bool = True) -> None:
+        alone = evaluate(proba, y, space) if proba is not None else None
+        rows.append((name, alone, ensemble([proba]) if with_ensemble and proba is not None else None))
+        print(f"  {name}", file=sys.stderr)
+
+    def tfidf_beside(dense: np.ndarray):
+        """A fold's fit-and-predict: one LR on word TF-IDF with ``dense`` columns appended."""
+        def fit_predict(train, test):
+            vec = tfidf("word")
+            A = hstack([vec.fit_transform(list(texts[train])), csr_matrix(dense[train])]).tocsr()
+            B = hstack([vec.transform(list(texts[test])), csr_matrix(dense[test])]).tocsr()
+            m = LogisticRegression(C=10.0, class_weight="balanced", max_iter=1000).fit(A, y[train])
+            return m.classes_, m.predict_proba(B)
+        return fit_predict
+
+    rows.append(("default ensemble (ensemble-tfidf-minilm members)", None, ensemble([])))
+
+    # 1. zero-shot: cosine similarity of the abstract to the label's name, as one more member
+    names = [f"{a}: {s}" if s else a for a, s in
+             ((label.split(" · ", 1) + [""])[:2] for label in space.labels)]
+    zero_shot = softmax(X @ embed(names, progress=False).T / 0.05, axis=1)
+    record("zero-shot label-name similarity (MiniLM, softmax T=0.05)", zero_shot)
+
+    # 2. one logistic regression on TF-IDF and the embedding side by side
+    record("one LR on TF-IDF word + MiniLM side by side", per_fold(tfidf_beside(X)))
+
+    # 3. stacking: a logistic regression on the members' log-probabilities instead of weighted averaging
+    F = np.hstack([np.log(np.clip(p, 1e-6, 1.0)) for p in members])
+
+    def stack(train, test):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # lbfgs may stop at max_iter: the figure is what matters here
+            m = LogisticRegression(C=0.01, max_iter=300).fit(F[train], y[train])
+        return m.classes_, m.predict_proba(F[test])
+    stacked = per_fold(stack)
+    record("stacking (LR on members' log-probabilities, C=0.01)", stacked, with_ensemble=False)
+
+    # 4. self-training on the unlabeled corpus (abstracts not in the labeled set): a TF-IDF LR teacher
+    #    labels 12,000 unlabeled abstracts; those above 0.3 confidence join training at weight 0.3
+    if args.unlabeled.exists():
+        seen = {a.strip()[:200] for a in data.texts}
+        with gzip.open(args.unlabeled, "rt", encoding="utf-8") as f:
+            pool = [a for a in (json.loads(line).get("abstract") or "" for line in f) if a and a.strip()[:200] not in seen]
+        pool = [pool[i] for i in np.random.default_rng(0).choice(len(pool), min(12_000, len(pool)), replace=False)]
+
+        def self_train(train, test):
+            from scipy.sparse import vstack
+
+            vec = tfidf("word")
+            M = vec.fit_transform(list(texts[train]) + pool)
+            A, U = M[:len(train)], M[len(train):]
+            teacher = LogisticRegression(C=10, class_weight="balanced", max_iter=300).fit(A, y[train])
+            pu = teacher.predict_proba(U)
+            keep = pu.max(axis=1) > 0.3
+            y2 = np.concatenate([y[train], teacher.classes_[pu.argmax(axis=1)][keep]])
+            w = np.concatenate([np.ones(len(train)), np.full(keep.sum(), 0.3)])
+            student = LogisticRegression(C=10, class_weight="balanced", max_iter=300).fit(
+                vstack([A, U[keep]]), y2, sample_weight=w)
+            return student.classes_, student.predict_proba(vec.transform(list(texts[test])))
+        record("self-training TF-IDF LR on 12,000 unlabeled abstracts", per_fold(self_train))
+
+    # 5. features from the older ICML/NeurIPS taxonomy (extra/): one-vs-rest LR scores of its 153
+    #    labels with >= 15 papers, appended to TF-IDF
+    if args.extra.exists():
+        from sklearn.multiclass import OneVsRestClassifier
+        from sklearn.preprocessing import MultiLabelBinarizer
+
+        with gzip.open(args.extra, "rt", encoding="utf-8") as f:
+            extra = [json.loads(line) for line in f]
+        counts: dict[str, int] = {}
+        for r in extra:
+            for label in r["labels"]:
+                counts[label] = counts.get(label, 0) + 1
+        keep = sorted(label for label, c in counts.items() if c >= 15)
+        extra = [r for r in extra if any(label in keep for label in r["labels"])]
+        Y = MultiLabelBinarizer(classes=keep).fit_transform([[la for la in r["labels"] if la in keep] for r in extra])
+        vec = tfidf("word")
+        aux = OneVsRestClassifier(LogisticRegression(C=10, max_iter=300)).fit(
+            vec.fit_transform([r["abstract"] for r in extra]), Y)
+        S = aux.decision_function(vec.transform(data.texts))
+        S = 0.05 * (S - S.mean(axis=0)) / S.std(axis=0)
+        record("TF-IDF LR + older-taxonomy scores (extra/, 153 labels)", per_fold(tfidf_beside(S)))
+
+    # 6. label-prior correction of the ensemble (p / prior^0.2), for the long tail
+    base = nested_cv(members, y, folds, rule="geometric").oof_proba
+    prior = np.bincount(y, minlength=space.n_labels) / len(y)
+    corrected = base / np.maximum(prior, 1e-4) ** 0.2
+    rows.append(("ensemble with label-prior correction (a=0.2)", evaluate(corrected / corrected.sum(1, keepdims=True),
+                                                                           y, space), None))
+
+    print("| experiment | alone: top3 / top1 / macro-F1 / area | in the ensemble: top3 / top1 / macro-F1 / area |")
+    print("|---|---|---|")
+    def fmt(m: dict | None) -> str:
+        return " / ".join(f"{m[c]:.3f}" for c in COLUMNS) if m else "–"
+
+    for name, alone, ens in rows:
+        print(f"| {name} | {fmt(alone)} | {fmt(ens)} |")
+
+
+def finetune(args) -> None:
+    """Fine-tune the packaged MiniLM end to end (mean pooling + a linear head, cross-entropy) on one
+    fold's training rows; after each epoch, label top-3 on that fold's test rows, alone and
+    geometric-mean-combined with the default ensemble's nested OOF probabilities of the same rows."""
+    import torch
+
+    from papertrack.features.embeddings import load_model
+    from papertrack.models.embedding_candidates import ENSEMBLE_TFIDF_MINILM
+    from papertrack.training.metrics import top_k_accuracy
+
+    data = load(args.data)
+    y, space, seed = data.y, data.space, 42
+    folds = fold_indices(y, space, 5, seed)
+    members = [cross_validate(lambda n=n: CANDIDATES[n].build(space.n_labels, seed), data.texts, y, space, 5,
+                              seed).oof_proba for n in ENSEMBLE_TFIDF_MINILM]
+    ensemble = nested_cv(members, y, folds, rule="geometric").oof_proba
+    train, test = folds[args.fold]
+    texts = np.asarray(data.texts, dtype=object)
+    torch.manual_seed(0)
+    encoder = load_model("minilm")  # the packaged sentence-transformers model (changed in place here)
+    encoder.max_seq_length = args.max_seq_length
+    head = torch.nn.Linear(encoder.get_embedding_dimension(), space.n_labels)
+    optimiser = torch.optim.AdamW([{"params": encoder.parameters(), "lr": 5e-5},
+                                   {"params": head.parameters(), "lr": 2e-3}], weight_decay=0.01)
+
+    def forward(batch):
+        return head(encoder(encoder.preprocess(list(batch)))["sentence_embedding"])
+
+    print(f"| epoch | seconds | fine-tuned top3 | fine-tuned top1 | × ensemble top3 | ensemble top3 (fold {args.fold}) |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    started = time.perf_counter()
+    for epoch in range(args.epochs):
+        encoder.train()
+        order = np.random.default_rng(epoch).permutation(train)
+        for i in range(0, len(order), 16):
+            idx = order[i:i + 16]
+            loss = torch.nn.functional.cross_entropy(forward(texts[idx]), torch.tensor(y[idx]), label_smoothing=0.1)
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+        encoder.eval()
+        with torch.no_grad():
+            proba = np.vstack([torch.softmax(forward(texts[test[i:i + 64]]), dim=1).numpy()
+                               for i in range(0, len(test), 64)])
+        mixed = np.exp(0.5 * np.log(np.clip(proba, 1e-9, 1)) + 0.5 * np.log(np.clip(ensemble[test], 1e-9, 1)))
+        print(f"| {epoch + 1} | {time.perf_counter() - started:.0f} | {top_k_accuracy(proba, y[test], 3):.3f} | "
+              f"{top_k_accuracy(proba, y[test], 1):.3f} | {top_k_accuracy(mixed, y[test], 3):.3f} | "
+              f"{top_k_accuracy(ensemble[test], y[test], 3):.3f} |", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    data_dir = config.data_dir()
+    parser.add_argument("--data", type=Path, default=data_dir / "iclr2024_topics.jsonl")
+    parser.add_argument("--unlabeled", type=Path, default=data_dir / "ml_abstracts_unlabeled.jsonl.gz")
+    parser.add_argument("--extra", type=Path, default=data_dir / "extra" / "icml_neurips_2015_2019_sessions.jsonl.gz")
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("seeds")
+    s.add_argument("--seeds", type=int, nargs="+", default=[42, 7, 123])
+    e = sub.add_parser("experiments")
+    e.add_argument("--seed", type=int, default=42, help="CV seed (folds and models)")
+    f = sub.add_parser("finetune", help="fine-tune MiniLM on one fold (about 2 minutes per epoch on 2 cores)")
+    f.add_argument("--epochs", type=int, default=4)
+    f.add_argument("--max-seq-length", type=int, default=128)
+    f.add_argument("--fold", type=int, default=0)
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the packaged model only; no hub
+    warnings.filterwarnings("ignore", category=UserWarning)
+    {"seeds": seeds, "experiments": experiments, "finetune": finetune}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
