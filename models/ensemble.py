@@ -17,7 +17,7 @@ import joblib
 import numpy as np
 from sklearn.base import clone
 
-from papertrack.models.estimators import TextClassifier, expand_proba
+from papertrack.models.estimators import TextClassifier
 
 COMBINE_RULES = ("mean", "geometric")
 EPS = 1e-6
@@ -114,8 +114,7 @@ class WeightedEnsemble:
                 continue
             matrix = features.transform(texts)
             for i in indices:
-                classifier = self.members[i][1].classifier
-                probas[i] = expand_proba(classifier.predict_proba(matrix), classifier.classes_, self.n_labels)
+                probas[i] = self.members[i][1].proba_from_features(matrix)
         return probas
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:

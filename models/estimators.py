@@ -36,9 +36,11 @@ class TextClassifier:
         return self
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        matrix = self.features.transform(texts)
-        proba = self.classifier.predict_proba(matrix)
-        return expand_proba(proba, self.classifier.classes_, self.n_labels)
+        return self.proba_from_features(self.features.transform(texts))
+
+    def proba_from_features(self, matrix) -> np.ndarray:
+        """The classifier's probabilities for already-transformed rows, over the full label space."""
+        return expand_proba(self.classifier.predict_proba(matrix), self.classifier.classes_, self.n_labels)
 
 
 class TemperatureScaled(ClassifierMixin, BaseEstimator):
