@@ -83,3 +83,14 @@ def nested_cv(probas: Sequence[np.ndarray], y: np.ndarray, folds: Sequence[tuple
         fold_weights.append(w)
     weights = select_weights(probas, y, rule, steps, objective)
     return EnsembleCV(oof, weights, fold_weights, combine(probas, weights, rule))
+
+
+def cross_validate_ensemble(candidate, member_oof: dict[str, np.ndarray], y: np.ndarray,
+                            folds: Sequence[tuple[np.ndarray, np.ndarray]]) -> EnsembleCV:
+    """:func:`nested_cv` of an ensemble candidate (its members, rule, steps and objective) on its
+    members' OOF matrices, given by member name."""
+    from papertrack.models.ensemble import members_of
+
+    p = candidate.params
+    return nested_cv([member_oof[m] for m in members_of(candidate)], y, folds, rule=p["rule"],
+                     steps=int(p["steps"]), objective=p["objective"])

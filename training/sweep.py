@@ -237,18 +237,17 @@ def _log_candidate(candidate: Candidate, metrics: dict[str, float], oof: np.ndar
 def _evaluate_ensembles(ensembles: Sequence[Candidate], singles: list[CandidateResult], data: TrainingSet,
                         dataset, common: dict, folds: int, seed: int, console: Console) -> list[CandidateResult]:
     """Each ensemble: weights chosen (nested) on its members' OOF matrices — no member is refit."""
-    from papertrack.training.ensemble import nested_cv
+    from papertrack.training.ensemble import cross_validate_ensemble
 
     by_name = {r.candidate.name: r for r in singles}
+    oof = {name: r.cv.oof_proba for name, r in by_name.items()}
     split = fold_indices(data.y, data.space, folds, seed)
     results = []
     for candidate in ensembles:
         members = members_of(candidate)
         member_results = [by_name[m] for m in members]
-        p = candidate.params
         started = time.perf_counter()
-        ens = nested_cv([r.cv.oof_proba for r in member_results], data.y, split, rule=p["rule"],
-                        steps=int(p["steps"]), objective=p["objective"])
+        ens = cross_validate_ensemble(candidate, oof, data.y, split)
         search_seconds = time.perf_counter() - started
         used = [r for r, w in zip(member_results, ens.weights) if w > 0]
         metrics = evaluate(ens.oof_proba, data.y, data.space)
