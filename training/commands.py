@@ -54,20 +54,21 @@ def _print_results(result) -> None:
         table.add_column(column, justify="left" if column in ("candidate", "family") else "right")
     for r in result.leaderboard():
         m = r.metrics
-        table.add_row(r.candidate.name, r.candidate.family, f"{m['label_top3']:.3f}", f"{m['label_top1']:.3f}",
-                      f"{m['label_macro_f1']:.3f}", f"{m['area_top1']:.3f}", f"{m['area_macro_f1']:.3f}",
-                      f"{m['log_loss']:.3f}", f"{m['ece']:.3f}", f"{m['fit_seconds']:.1f}",
+        table.add_row(r.candidate.name, r.candidate.family, *_quality_cells(m), f"{m['fit_seconds']:.1f}",
                       f"{m['predict_ms_per_abstract']:.3f}")
-    b = result.baseline
-    table.add_row("majority baseline", "-", f"{b['label_top3']:.3f}", f"{b['label_top1']:.3f}",
-                  f"{b['label_macro_f1']:.3f}", f"{b['area_top1']:.3f}", f"{b['area_macro_f1']:.3f}",
-                  f"{b['log_loss']:.3f}", f"{b['ece']:.3f}", "-", "-", style="dim")
+    table.add_row("majority baseline", "-", *_quality_cells(result.baseline), "-", "-", style="dim")
     console.print(table)
     if result.decision:
         d = result.decision
         colour = "green" if d.alias == "champion" else "yellow"
         console.print(f"Registered [bold]{config.MODEL_NAME}[/] version {d.version} as [{colour}]{d.alias}[/]: {d.reason}")
     console.print(f"Sweep wall time: {result.wall_seconds:.1f} s; parent run {result.parent_run_id}")
+
+
+def _quality_cells(m: dict[str, float]) -> list[str]:
+    """top3, top1, macro-F1, area top1, area F1, log-loss, ECE."""
+    return [f"{m[k]:.3f}" for k in ("label_top3", "label_top1", "label_macro_f1", "area_top1", "area_macro_f1",
+                                    "log_loss", "ece")]
 
 
 def runs(
