@@ -155,7 +155,8 @@ def label(
 ) -> None:
     """Label every abstract of the dump(s): one output row per input record, in input order."""
     from papertrack.features.ingest import IngestError
-    from papertrack.serving.labeler import HttpBackend, LabelError, LocalBackend, ModelMissing, label_dumps
+    from papertrack.serving.labeler import (HttpBackend, LabelError, LocalBackend, ModelMissing, label_dumps,
+                                            partial_path)
 
     try:
         backend = HttpBackend(url) if url else LocalBackend(model)
@@ -183,12 +184,12 @@ def label(
 
     try:
         with bar:
-                result = label_dumps(dumps, output, backend, top_k=top_k, fmt=fmt, errors=errors, resume=resume,
+            result = label_dumps(dumps, output, backend, top_k=top_k, fmt=fmt, errors=errors, resume=resume,
                                  chunk_size=chunk_size, on_start=on_start, on_total=on_total, on_chunk=on_chunk,
                                  notice=_note)
     except IngestError as exc:
         _error(f"{exc}")
-        if output.with_name(output.name + ".partial").exists():
+        if partial_path(output).exists():
             _note("the rows labeled so far are kept in the .partial file; fix the input and rerun "
                   "(--resume only if the input is unchanged).")
         raise typer.Exit(2) from None

@@ -186,31 +186,33 @@ class RowFormat:
         return self._csv([self.columns]) if self.kind == "csv" else b""
 
     def rows(self, items: list[tuple[Record, Result]]) -> bytes:
-        k = self.top_k
         if self.kind == "jsonl":
             out = []
-            for record, result in items:
-                tracks = result["tracks"][:k]
-                top_area = result["areas"][0]
+            for record, tracks, top_area, in_top_k in self._parts(items):
                 row = {"id": record.id, "source": record.source, "line": record.line, "title": record.title,
                        "tracks": [{"label": t["label"], "probability": t["probability"]} for t in tracks],
                        "area": top_area["area"], "area_probability": top_area["probability"],
-                       "label": record.label,
-                       "in_top_k": None if record.label is None else any(t["label"] == record.label for t in tracks)}
+                       "label": record.label, "in_top_k": in_top_k}
                 out.append(json.dumps(row, ensure_ascii=False))
             return ("\n".join(out) + "\n").encode("utf-8") if out else b""
         table = []
-        for record, result in items:
-            tracks = result["tracks"][:k]
-            top_area = result["areas"][0]
+        for record, tracks, top_area, in_top_k in self._parts(items):
             cells: list[Any] = [record.id, record.source, record.line, record.title or ""]
             for t in tracks:
                 cells += [t["label"], repr(float(t["probability"]))]
-            cells += ["", ""] * (k - len(tracks))
-            in_top = "" if record.label is None else str(any(t["label"] == record.label for t in tracks)).lower()
-            cells += [top_area["area"], repr(float(top_area["probability"])), record.label or "", in_top]
+            cells += ["", ""] * (self.top_k - len(tracks))
+            cells += [top_area["area"], repr(float(top_area["probability"])), record.label or "",
+                      "" if in_top_k is None else str(in_top_k).lower()]
             table.append(cells)
         return self._csv(table)
+
+    def _parts(self, items: list[tuple[Record, Result]]) -> Iterator[tuple[Record, list[dict], dict, bool | None]]:
+        """Per row: the record, its top_k tracks, its top area, and whether its given label is among the
+        tracks (None when the record has no label)."""
+        for record, result in items:
+            tracks = result["tracks"][:self.top_k]
+            in_top_k = None if record.label is None else any(t["label"] == record.label for t in tracks)
+            yield record, tracks, result["areas"][0], in_top_k
 
     @staticmethod
     def _csv(table: list[list]) -> bytes:
@@ -235,7 +237,7 @@ class Paths:
 
     @property
     def partial(self) -> Path:
-        return self.output.with_name(self.output.name + ".partial")
+        return partial_path(self.output)
 
     @property
     def errors_partial(self) -> Path:
@@ -244,6 +246,11 @@ class Paths:
     @property
     def checkpoint(self) -> Path:
         return self.output.with_name(self.output.name + ".checkpoint.json")
+
+
+def partial_path(output: Path) -> Path:
+    """Where the rows of an unfinished run are written (renamed to ``output`` when complete)."""
+    return output.with_name(output.name + ".partial")
 
 
 def default_errors_path(output: Path) -> Path:
