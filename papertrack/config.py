@@ -36,9 +36,8 @@ def tracking_uri() -> str:
     """The MLflow tracking URI: ``MLFLOW_TRACKING_URI`` if the user set it, else an absolute sqlite
     URI under home(). (``mlflow.set_tracking_uri`` exports MLFLOW_TRACKING_URI itself; a value that
     papertrack put there is not mistaken for the user's choice.)"""
-    uri = os.environ.get("MLFLOW_TRACKING_URI")
-    if uri and uri != _uri_set_by_papertrack:
-        return uri
+    if user_tracking_uri_set():
+        return os.environ["MLFLOW_TRACKING_URI"]
     return f"sqlite:///{home() / 'mlflow.db'}"
 
 
