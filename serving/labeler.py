@@ -50,6 +50,7 @@ class LocalBackend:
         from mlflow.exceptions import MlflowException
 
         from papertrack.models.artifact import load_predictor
+        from papertrack.serving.store import TRAIN_HINT
         from papertrack.training import tracking
 
         tracking_uri = tracking.configure()
@@ -57,7 +58,7 @@ class LocalBackend:
             self.predictor, _ = load_predictor(model_uri)
         except MlflowException as exc:
             raise ModelMissing(f"cannot load {model_uri} from {tracking_uri}: {_first_line(exc)}. "
-                               f"Run `papertrack train` to train and register a champion (or pass --model).") from None
+                               f"{TRAIN_HINT} (or pass --model).") from None
         self.labels = frozenset(self.predictor.space.labels)
         self.n_labels = self.predictor.space.n_labels
         info = self.predictor.info
