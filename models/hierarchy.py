@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from papertrack.features.ingest import AREA_SEPARATOR, normalise_label
+from papertrack.features.ingest import normalise_label
 
 
 @dataclass(frozen=True)
@@ -59,15 +59,3 @@ class LabelSpace:
         for label, area_index in zip(self.labels, self.label_area):
             tree[self.areas[area_index]].append(label)
         return tree
-
-    def to_dict(self) -> dict:
-        return {"labels": list(self.labels)}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "LabelSpace":
-        return cls.from_labels(data["labels"])
-
-
-def split_label(label: str) -> tuple[str, str | None]:
-    area, _, sub = label.partition(AREA_SEPARATOR)
-    return area, (sub or None)
