@@ -11,7 +11,7 @@
     # fine-tuning the packaged MiniLM end to end on one fold (about 2 minutes per epoch on 2 cores)
     .venv/bin/python benchmarks/bench_accuracy.py finetune --epochs 4 --max-seq-length 128
 
-Both use the shared labeled corpus (``PAPERTRACK_DATA_DIR``, default ``../shared/data``) and the
+They use the shared data folder (``PAPERTRACK_DATA_DIR``, default ``shared/data`` beside the repository) and the
 embedding cache of ``PAPERTRACK_HOME`` (a cold cache adds about a minute of embedding). Results
 print as markdown tables; the ones in BENCHMARKS.md came from these commands.
 """
@@ -29,16 +29,17 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from shared_data import DATA, UNLABELED
 
-from papertrack import config
 from papertrack.features.ingest import load_dataset
 from papertrack.models.candidates import CANDIDATES, default_sweep, tfidf
 from papertrack.models.ensemble import is_ensemble, members_of
 from papertrack.training.cv import cross_validate, fold_indices
 from papertrack.training.data import TrainingSet
-from papertrack.training.ensemble import nested_cv
+from papertrack.training.ensemble import cross_validate_ensemble, nested_cv
 from papertrack.training.metrics import evaluate
 
+DEFAULT_ENSEMBLE = "ensemble-tfidf-minilm"  # the default champion
 COLUMNS = ("label_top3", "label_top1", "label_macro_f1", "area_top1")
 WITH_SUBAREA = "label_top3_with_subarea"  # top-3 on the records whose label names a subarea
 
@@ -48,21 +49,28 @@ def load(path: Path) -> TrainingSet:
     return TrainingSet.from_records(records)
 
 
+def cross_validate_singles(names, data: TrainingSet, seed: int) -> dict[str, np.ndarray]:
+    """OOF probabilities of single (non-ensemble) candidates, by name, as the sweep computes them."""
+    return {name: cross_validate(lambda c=CANDIDATES[name]: c.build(data.space.n_labels, seed), data.texts, data.y,
+                                 data.space, 5, seed).oof_proba for name in names}
+
+
 def cross_validate_all(data: TrainingSet, seed: int) -> dict[str, np.ndarray]:
     """OOF probabilities of every default candidate, ensembles by nested weight selection."""
-    oof: dict[str, np.ndarray] = {}
     folds = fold_indices(data.y, data.space, 5, seed)
+    oof = cross_validate_singles([c.name for c in default_sweep() if not is_ensemble(c)], data, seed)
     for candidate in default_sweep():
         if is_ensemble(candidate):
-            continue
-        oof[candidate.name] = cross_validate(lambda c=candidate: c.build(data.space.n_labels, seed), data.texts,
-                                             data.y, data.space, 5, seed).oof_proba
-    for candidate in default_sweep():
-        if is_ensemble(candidate):
-            p = candidate.params
-            oof[candidate.name] = nested_cv([oof[m] for m in members_of(candidate)], data.y, folds, rule=p["rule"],
-                                            steps=int(p["steps"]), objective=p["objective"]).oof_proba
+            oof[candidate.name] = cross_validate_ensemble(candidate, oof, data.y, folds).oof_proba
     return oof
+
+
+def default_ensemble(data: TrainingSet, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """The default ensemble's members' OOF matrices (in member order) and its nested OOF probabilities."""
+    candidate = CANDIDATES[DEFAULT_ENSEMBLE]
+    oof = cross_validate_singles(members_of(candidate), data, seed)
+    folds = fold_indices(data.y, data.space, 5, seed)
+    return [oof[m] for m in members_of(candidate)], cross_validate_ensemble(candidate, oof, data.y, folds).oof_proba
 
 
 def seeds(args) -> None:
@@ -100,20 +108,21 @@ def experiments(args) -> None:
     from sklearn.linear_model import LogisticRegression
 
     from papertrack.features.embeddings import get_embedder
-    from papertrack.models.embedding_candidates import ENSEMBLE_TFIDF_MINILM
 
     data = load(args.data)
     y, space, seed = data.y, data.space, args.seed
     folds = fold_indices(y, space, 5, seed)
     texts = np.asarray(data.texts, dtype=object)
-    members = [cross_validate(lambda n=n: CANDIDATES[n].build(space.n_labels, seed), data.texts, y, space, 5,
-                              seed).oof_proba for n in ENSEMBLE_TFIDF_MINILM]
+    members, base = default_ensemble(data, seed)
+    p = CANDIDATES[DEFAULT_ENSEMBLE].params
     embed = get_embedder("minilm").embed
     X = embed(data.texts, progress=False)
     rows: list[tuple[str, dict, dict | None]] = []
 
     def ensemble(extra: list[np.ndarray]) -> dict:
-        return evaluate(nested_cv(members + extra, y, folds, rule="geometric").oof_proba, y, space)
+        """The default ensemble with extra members, weights chosen as the sweep chooses them."""
+        return evaluate(nested_cv(members + extra, y, folds, rule=p["rule"], steps=int(p["steps"]),
+                                  objective=p["objective"]).oof_proba, y, space)
 
     def per_fold(fit_predict) -> np.ndarray:
         out = np.zeros((len(y), space.n_labels))
@@ -137,7 +146,7 @@ def experiments(args) -> None:
             return m.classes_, m.predict_proba(B)
         return fit_predict
 
-    rows.append(("default ensemble (ensemble-tfidf-minilm members)", None, ensemble([])))
+    rows.append((f"default ensemble ({DEFAULT_ENSEMBLE} members)", None, evaluate(base, y, space)))
 
     # 1. zero-shot: cosine similarity of the abstract to the label's name, as one more member
     names = [f"{a}: {s}" if s else a for a, s in
@@ -206,7 +215,6 @@ def experiments(args) -> None:
         record("TF-IDF LR + older-taxonomy scores (extra/, 153 labels)", per_fold(tfidf_beside(S)))
 
     # 6. label-prior correction of the ensemble (p / prior^0.2), for the long tail
-    base = nested_cv(members, y, folds, rule="geometric").oof_proba
     prior = np.bincount(y, minlength=space.n_labels) / len(y)
     corrected = base / np.maximum(prior, 1e-4) ** 0.2
     rows.append(("ensemble with label-prior correction (a=0.2)", evaluate(corrected / corrected.sum(1, keepdims=True),
@@ -228,15 +236,12 @@ def finetune(args) -> None:
     import torch
 
     from papertrack.features.embeddings import load_model
-    from papertrack.models.embedding_candidates import ENSEMBLE_TFIDF_MINILM
     from papertrack.training.metrics import top_k_accuracy
 
     data = load(args.data)
     y, space, seed = data.y, data.space, 42
     folds = fold_indices(y, space, 5, seed)
-    members = [cross_validate(lambda n=n: CANDIDATES[n].build(space.n_labels, seed), data.texts, y, space, 5,
-                              seed).oof_proba for n in ENSEMBLE_TFIDF_MINILM]
-    ensemble = nested_cv(members, y, folds, rule="geometric").oof_proba
+    _, ensemble = default_ensemble(data, seed)
     train, test = folds[args.fold]
     texts = np.asarray(data.texts, dtype=object)
     torch.manual_seed(0)
@@ -273,10 +278,9 @@ def finetune(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    data_dir = config.data_dir()
-    parser.add_argument("--data", type=Path, default=data_dir / "iclr2024_topics.jsonl")
-    parser.add_argument("--unlabeled", type=Path, default=data_dir / "ml_abstracts_unlabeled.jsonl.gz")
-    parser.add_argument("--extra", type=Path, default=data_dir / "extra" / "icml_neurips_2015_2019_sessions.jsonl.gz")
+    parser.add_argument("--data", type=Path, default=DATA / "iclr2024_topics.jsonl")
+    parser.add_argument("--unlabeled", type=Path, default=UNLABELED)
+    parser.add_argument("--extra", type=Path, default=DATA / "extra" / "icml_neurips_2015_2019_sessions.jsonl.gz")
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("seeds")
     s.add_argument("--seeds", type=int, nargs="+", default=[42, 7, 123])

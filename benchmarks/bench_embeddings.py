@@ -16,8 +16,6 @@ markdown table to paste into benchmarks/embeddings.md.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import os
 import platform
 import statistics
@@ -26,22 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-DATA = Path(os.environ.get("PAPERTRACK_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
-UNLABELED = DATA / "ml_abstracts_unlabeled.jsonl.gz"
-
-
-def unlabeled_abstracts(n: int, skip: int = 0) -> list[str]:
-    out: list[str] = []
-    with gzip.open(UNLABELED, "rt", encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            if i < skip:
-                continue
-            abstract = (json.loads(line).get("abstract") or "").strip()
-            if abstract:
-                out.append(abstract)
-            if len(out) >= n:
-                break
-    return out
+from shared_data import DATA, UNLABELED, unlabeled_abstracts
 
 
 def machine() -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gzip
 import json
 import os
 import platform
@@ -27,20 +26,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-DATA = Path(os.environ.get("PAPERTRACK_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
-DUMP = DATA / "ml_abstracts_unlabeled.jsonl.gz"
-
-
-def abstracts(n: int) -> list[str]:
-    out = []
-    with gzip.open(DUMP, "rt", encoding="utf-8") as f:
-        for line in f:
-            abstract = json.loads(line).get("abstract") or ""
-            if abstract.strip() and len(abstract) <= 20_000:
-                out.append(abstract)
-            if len(out) >= n:
-                break
-    return out
+from shared_data import unlabeled_abstracts
 
 
 def request_bytes(host: str, port: int, path: str, body: dict) -> bytes:
@@ -186,7 +172,7 @@ def main() -> None:
             parser.error("loopback only: the URL must be 127.0.0.1/localhost")
     try:
         wait_ready(host, port, proc)
-        texts = abstracts(2000)
+        texts = unlabeled_abstracts(2000, max_chars=20_000, strip=False)  # as the service accepts them
         requests = [request_bytes(host, port, "/predict", {"abstract": t, "top_k": args.top_k}) for t in texts]
         load = os.getloadavg()
         results = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),

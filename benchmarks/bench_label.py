@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-DATA = Path(os.environ.get("PAPERTRACK_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+from shared_data import UNLABELED
 
 
 def run_labeler(dumps: list[Path], out: Path, chunk: int, extra: list[str]) -> dict:
@@ -82,7 +82,7 @@ def raw_predict(dumps: list[Path], model_uri: str, chunk: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dump", type=Path, default=DATA / "ml_abstracts_unlabeled.jsonl.gz")
+    parser.add_argument("--dump", type=Path, default=UNLABELED)
     parser.add_argument("--copies", type=int, default=1, help="pass the dump this many times (a bigger input)")
     parser.add_argument("--chunk-size", type=int, default=2000)
     parser.add_argument("--model", default="models:/papertrack@champion")
