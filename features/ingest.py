@@ -28,20 +28,10 @@ from os import PathLike
 from pathlib import Path
 from typing import NamedTuple
 
-FORMATS = ("jsonl", "json", "csv", "text-labeled", "text-unlabeled")
-AREA_SEPARATOR = " · "
-KNOWN_AREAS = (
-    "Applications",
-    "Deep Learning",
-    "Miscellaneous Aspects of Machine Learning",
-    "Optimization",
-    "Probabilistic Methods",
-    "Reinforcement Learning",
-    "Social Aspects",
-    "Theory",
-)
+from papertrack.errors import PapertrackError
+from papertrack.features.labels import KNOWN_AREAS, format_label, normalise_label
 
-_LABEL_SEPARATOR = re.compile(r"\s*(?:·|->)\s*")
+FORMATS = ("jsonl", "json", "csv", "text-labeled", "text-unlabeled")
 _AUTHORS_MARKER = re.compile(r"\s*(?:等|et\s+al\.?)$")
 _SENTENCE_END = re.compile(r"[a-z]{2}[.!?](?:\s|$)")  # "works. We", not "E. Weston"
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -54,7 +44,7 @@ _MAX_AUTHOR_WORDS = 7
 _MAX_AUTHOR_CHARS = 80
 
 
-class IngestError(Exception):
+class IngestError(PapertrackError):
     """A fatal problem with an input file (missing, empty, undecodable, unreadable layout)."""
 
     def __init__(self, path: str | PathLike, line: int | None, message: str):
@@ -91,32 +81,6 @@ class BadRecord:
 
 
 # --------------------------------------------------------------------------- labels, ids, text
-
-
-def normalise_label(text: str) -> tuple[str, str | None]:
-    """Split a label written as "Area · Subarea", "Area·Subarea", "Area -> Subarea" or "Area".
-
-    Surrounding whitespace and a BOM are removed and inner whitespace runs collapse to one space.
-    Raises ``ValueError`` for an empty label, an empty area or subarea, or several separators.
-    """
-    cleaned = " ".join(text.replace("\ufeff", " ").split())
-    if not cleaned:
-        raise ValueError("empty label")
-    parts = _LABEL_SEPARATOR.split(cleaned)
-    if len(parts) > 2:
-        raise ValueError("more than one separator (expected 'Area · Subarea' or 'Area')")
-    if not parts[0]:
-        raise ValueError("empty area before the separator")
-    if len(parts) == 1:
-        return parts[0], None
-    if not parts[1]:
-        raise ValueError("empty subarea after the separator")
-    return parts[0], parts[1]
-
-
-def format_label(area: str, subarea: str | None) -> str:
-    """The canonical label text: "Area · Subarea", or "Area" when there is no subarea."""
-    return f"{area}{AREA_SEPARATOR}{subarea}" if subarea else area
 
 
 def normalise_text(text: str) -> str:

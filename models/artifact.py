@@ -19,28 +19,30 @@ import sklearn
 from mlflow.models import ModelSignature
 from mlflow.types.schema import Array, ColSpec, Object, ParamSchema, ParamSpec, Property, Schema
 
+from papertrack.features.text import model_text
+from papertrack.models.card import Answer, AreaScore, ModelCard, Track
 from papertrack.models.hierarchy import LabelSpace
 
 DEFAULT_TOP_K = 3
 PREDICTOR_FILE = "predictor.joblib"
 
 
-def model_text(abstract: str, title: str | None, use_title: bool) -> str:
-    """The text a classifier sees: the abstract, with the title in front only for title-using models."""
-    if use_title and title:
-        return f"{title.strip()}. {abstract}"
-    return abstract
-
-
 class TrackPredictor:
     """A fitted classifier over a label space, answering ranked tracks and areas."""
 
-    def __init__(self, classifier: Any, space: LabelSpace, info: dict[str, Any] | None = None,
-                 use_title: bool = False):
+    def __init__(self, classifier: Any, space: LabelSpace, card: ModelCard, use_title: bool = False):
         self.classifier = classifier
         self.space = space
-        self.info = dict(info or {})
+        self.card = card
         self.use_title = use_title
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # a predictor pickled before model cards existed carries an ``info`` dict instead
+        info = state.pop("info", None)
+        self.__dict__.update(state)
+        if "card" not in state:
+            self.card = ModelCard.from_info(info or {}, self.space.n_labels, len(self.space.areas),
+                                            bool(state.get("use_title")))
 
     # --- probabilities ---------------------------------------------------------------------
     def predict_proba(self, abstracts: Sequence[str], titles: Sequence[str | None] | None = None) -> np.ndarray:
@@ -56,7 +58,7 @@ class TrackPredictor:
             return self.classifier.predict_proba(texts)
 
     # --- ranked answers ----------------------------------------------------------------------
-    def rank(self, proba: np.ndarray, top_k: int = DEFAULT_TOP_K) -> list[dict[str, list[dict]]]:
+    def rank(self, proba: np.ndarray, top_k: int = DEFAULT_TOP_K) -> list[Answer]:
         """Per row: the top_k tracks and every area, each ranked by probability."""
         n_labels = self.space.n_labels
         if not 1 <= top_k <= n_labels:
@@ -69,23 +71,21 @@ class TrackPredictor:
         # plain Python lists (.tolist() gives the same floats as float(p[j])) instead of numpy scalar indexing
         top_p = np.take_along_axis(proba, top, axis=1).tolist()
         area_p = np.take_along_axis(area_proba, area_order, axis=1).tolist()
-        results = []
+        results: list[Answer] = []
         for top_row, p_row, order_row, ap_row in zip(top.tolist(), top_p, area_order.tolist(), area_p):
-            tracks = []
+            tracks: list[Track] = []
             for j, p in zip(top_row, p_row):
                 label, area, subarea = track_names[j]
-                tracks.append({"label": label, "area": area, "subarea": subarea, "probability": p})
-            results.append({
-                "tracks": tracks,
-                "areas": [{"area": areas[j], "probability": p} for j, p in zip(order_row, ap_row)],
-            })
+                tracks.append(Track(label=label, area=area, subarea=subarea, probability=p))
+            results.append(Answer(tracks=tracks,
+                                  areas=[AreaScore(area=areas[j], probability=p) for j, p in zip(order_row, ap_row)]))
         return results
 
     def predict(self, abstracts: Sequence[str], titles: Sequence[str | None] | None = None,
-                top_k: int = DEFAULT_TOP_K) -> list[dict[str, list[dict]]]:
+                top_k: int = DEFAULT_TOP_K) -> list[Answer]:
         return self.rank(self.predict_proba(abstracts, titles), top_k)
 
-    def predict_frame(self, frame: pd.DataFrame, top_k: int = DEFAULT_TOP_K) -> list[dict[str, list[dict]]]:
+    def predict_frame(self, frame: pd.DataFrame, top_k: int = DEFAULT_TOP_K) -> list[Answer]:
         if "abstract" not in frame.columns:
             raise ValueError(f"input needs an 'abstract' column; got columns {list(frame.columns)}")
         titles = None

@@ -11,37 +11,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sklearn.decomposition import TruncatedSVD
-from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import ComplementNB
-from sklearn.pipeline import FeatureUnion, make_pipeline
+from sklearn.pipeline import make_pipeline
 
 from sklearn.svm import LinearSVC
 
+from papertrack.errors import UsageError
+from papertrack.features.text import feature_params, tfidf
 from papertrack.models.estimators import TemperatureScaled, TextClassifier
-
-FEATURE_SETTINGS = {
-    "word": dict(analyzer="word", ngram_range=(1, 1), min_df=2, max_df=0.9, sublinear_tf=True,
-                 stop_words="english", strip_accents="unicode"),
-    "word12": dict(analyzer="word", ngram_range=(1, 2), min_df=2, max_df=0.9, sublinear_tf=True,
-                   stop_words="english", strip_accents="unicode", max_features=100_000),
-    "char": dict(analyzer="char_wb", ngram_range=(3, 5), min_df=3, sublinear_tf=True,
-                 max_features=60_000, strip_accents="unicode"),
-}
-
-
-def tfidf(kind: str):
-    """TF-IDF features: 'word', 'word12', 'char', or 'union' (word + char side by side)."""
-    if kind == "union":
-        return FeatureUnion([("word", TfidfVectorizer(**FEATURE_SETTINGS["word"])),
-                             ("char", TfidfVectorizer(**FEATURE_SETTINGS["char"]))])
-    return TfidfVectorizer(**FEATURE_SETTINGS[kind])
-
-
-def feature_params(kind: str) -> dict:
-    kinds = ["word", "char"] if kind == "union" else [kind]
-    return {f"{k}.{name}": value for k in kinds for name, value in FEATURE_SETTINGS[k].items()}
-
 
 CALIBRATION = {"calibration": "softmax temperature fitted on 3-fold out-of-fold scores"}
 
@@ -156,7 +134,7 @@ def select(names: list[str] | None) -> list[Candidate]:
         return default_sweep()
     unknown = [n for n in names if n not in CANDIDATES]
     if unknown:
-        raise ValueError(f"unknown candidate(s) {', '.join(unknown)}; known: {', '.join(CANDIDATES)}")
+        raise UsageError(f"unknown candidate(s) {', '.join(unknown)}; known: {', '.join(CANDIDATES)}")
     return [CANDIDATES[n] for n in names]
 
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from papertrack.features.ingest import normalise_label
+from papertrack.errors import UsageError
+from papertrack.features.labels import normalise_label
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class LabelSpace:
     def from_labels(cls, labels: Iterable[str]) -> "LabelSpace":
         ordered = tuple(sorted(set(labels)))
         if not ordered:
-            raise ValueError("no labels: the training data has no labeled record")
+            raise UsageError("no labels: the training data has no labeled record")
         split = [normalise_label(label) for label in ordered]
         areas = tuple(sorted({area for area, _ in split}))
         index = {area: i for i, area in enumerate(areas)}

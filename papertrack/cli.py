@@ -5,19 +5,36 @@ from __future__ import annotations
 import warnings
 
 import typer
+from rich.console import Console
+from rich.text import Text
+from typer.core import TyperGroup
 
-from papertrack import config
+from papertrack import settings
+from papertrack.errors import NoModelError, PapertrackError
 from papertrack.serving import commands as serving_commands
 from papertrack.training import commands as training_commands
 
-app = typer.Typer(name="papertrack", no_args_is_help=True, add_completion=False,
+
+class _Commands(TyperGroup):
+    """Every command: a PapertrackError (the user's to fix) is one ``error:`` line and exit status 2 (1 when
+    there is no model to use); any other exception is a bug in papertrack and keeps its traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except PapertrackError as exc:
+            Console(stderr=True).print(Text.assemble(("error:", "red"), " ", str(exc)), soft_wrap=True)
+            raise typer.Exit(1 if isinstance(exc, NoModelError) else 2) from None
+
+
+app = typer.Typer(name="papertrack", cls=_Commands, no_args_is_help=True, add_completion=False,
                   help="Tell which conference track (Area · Subarea) an ML paper belongs to, from its abstract.")
 training_commands.add_commands(app)
 serving_commands.add_commands(app)
 
 
 def main() -> None:
-    config.quiet_third_parties()
+    settings.quiet_third_parties()
     # MLflow's own notices that say nothing to a papertrack user
     warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted in multiple ways")
     warnings.filterwarnings("ignore", message="Operation with range is deprecated")

@@ -15,7 +15,7 @@ from rich.progress import (BarColumn, Progress, ProgressColumn, TaskProgressColu
                            TimeRemainingColumn)
 from rich.text import Text
 
-from papertrack import config
+from papertrack import settings
 from papertrack.features.ingest import FORMATS
 
 console = Console()
@@ -40,11 +40,7 @@ def _say(message: str) -> None:
 def _champion_or_exit(alias: str):
     from papertrack.serving import store
 
-    try:
-        return store.import_champion(alias)
-    except store.NoChampionError as exc:
-        _error(f"{exc}")
-        raise typer.Exit(1) from None
+    return store.import_champion(alias)
 
 
 def serve(
@@ -52,7 +48,7 @@ def serve(
     host: Annotated[str, typer.Option(help="Interface to bind (loopback by default).")] = "127.0.0.1",
     workers: Annotated[int, typer.Option(min=1, max=64, help="Worker processes, each with its own copy of the "
                                          "model; the service is CPU-bound, so about one per core.")] = 2,
-    alias: Annotated[str, typer.Option(help="Registry alias of the model to serve.")] = "champion",
+    alias: Annotated[str, typer.Option(help="Registry alias of the model to serve.")] = settings.CHAMPION,
     access_log: Annotated[bool, typer.Option(help="Log every request (costs throughput).")] = False,
 ) -> None:
     """Import the champion into the BentoML model store and serve it over HTTP (bentoml serve)."""
@@ -69,7 +65,7 @@ def serve(
 
 
 def build(
-    alias: Annotated[str, typer.Option(help="Registry alias of the model to package.")] = "champion",
+    alias: Annotated[str, typer.Option(help="Registry alias of the model to package.")] = settings.CHAMPION,
     bentofile: Annotated[Path, typer.Option(help="The build file.")] = REPO_ROOT / "bentofile.yaml",
     export: Annotated[Optional[Path], typer.Option(
         help="Also export the Bento as one self-contained archive (code wheel + model), e.g. dist/papertrack.bento.")]
@@ -142,7 +138,7 @@ def label(
     output: Annotated[Path, typer.Option("--output", "-o", help="Output file: .jsonl or .csv.")],
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Tracks per abstract.")] = 3,
     model: Annotated[str, typer.Option("--model", "-m", help="MLflow model URI (local labeling).")]
-    = f"models:/{config.MODEL_NAME}@champion",
+    = f"models:/{settings.MODEL_NAME}@{settings.CHAMPION}",
     url: Annotated[Optional[str], typer.Option(help="Label through a running service (e.g. http://127.0.0.1:3000) "
                                                     "instead of loading the model here.")] = None,
     resume: Annotated[bool, typer.Option(help="Continue an interrupted run with the same inputs and options.")] = False,
@@ -155,14 +151,9 @@ def label(
 ) -> None:
     """Label every abstract of the dump(s): one output row per input record, in input order."""
     from papertrack.features.ingest import IngestError
-    from papertrack.serving.labeler import (HttpBackend, LabelError, LocalBackend, ModelMissing, label_dumps,
-                                            partial_path)
+    from papertrack.serving.labeler import HttpBackend, LocalBackend, label_dumps, partial_path
 
-    try:
-        backend = HttpBackend(url) if url else LocalBackend(model)
-    except ModelMissing as exc:
-        _error(f"{exc}")
-        raise typer.Exit(1) from None
+    backend = HttpBackend(url) if url else LocalBackend(model)
     err_console.print(f"Labeling with {backend.description}", soft_wrap=True, markup=False, highlight=False)
     # Everything loaded so far (libraries, the model) lives until the end: keep it out of the cyclic GC's
     # scans, which otherwise take a large share of the per-chunk work.
@@ -192,12 +183,6 @@ def label(
         if partial_path(output).exists():
             _note("the rows labeled so far are kept in the .partial file; fix the input and rerun "
                   "(--resume only if the input is unchanged).")
-        raise typer.Exit(2) from None
-    except ModelMissing as exc:
-        _error(f"{exc}")
-        raise typer.Exit(1) from None
-    except LabelError as exc:
-        _error(f"{exc}")
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         _note("interrupted: the rows written so far are kept; rerun with --resume to continue.")

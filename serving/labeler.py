@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from papertrack.errors import NoModelError, PapertrackError
 from papertrack.features.ingest import BadRecord, IngestError, Record, detect_format, iter_records
 
 CHECKPOINT_VERSION = 1
@@ -36,7 +37,7 @@ OUTPUT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
 Result = dict[str, list[dict]]  # one TrackPredictor.rank answer: {"tracks": [...], "areas": [...]}
 
 
-class LabelError(Exception):
+class LabelError(PapertrackError):
     """A fatal problem of a labeling run (bad options, unusable resume state, unreachable service)."""
 
 
@@ -49,11 +50,11 @@ class LocalBackend:
     def __init__(self, model_uri: str):
         from mlflow.exceptions import MlflowException
 
+        from papertrack import store
         from papertrack.models.artifact import load_predictor
         from papertrack.serving.store import TRAIN_HINT
-        from papertrack.training import tracking
 
-        tracking_uri = tracking.configure()
+        tracking_uri = store.configure()
         try:
             self.predictor, _ = load_predictor(model_uri)
         except MlflowException as exc:
@@ -61,11 +62,10 @@ class LocalBackend:
                                f"{TRAIN_HINT} (or pass --model).") from None
         self.labels = frozenset(self.predictor.space.labels)
         self.n_labels = self.predictor.space.n_labels
-        info = self.predictor.info
+        card = self.predictor.card
         # what a resumed run must still use: the same trained model (rows do not depend on local vs --url)
-        self.identity = {"run_id": info.get("run_id"), "data_digest": info.get("data_digest"),
-                         "candidate": info.get("candidate")}
-        self.description = f"{model_uri} ({info.get('candidate')}, run {str(info.get('run_id'))[:8]})"
+        self.identity = card.identity()
+        self.description = f"{model_uri} ({card.short()})"
 
     def label(self, records: Sequence[Record], k: int) -> list[Result | str]:
         return self.predictor.predict([r.abstract for r in records], [r.title for r in records], k)
@@ -156,7 +156,7 @@ class HttpBackend:
         self.client.close()
 
 
-class ModelMissing(LabelError):
+class ModelMissing(LabelError, NoModelError):
     """No model to label with (no champion registered, or the service is unreachable)."""
 
 

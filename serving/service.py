@@ -16,7 +16,6 @@ from __future__ import annotations
 import gc
 import json
 import logging
-import os
 from typing import Optional
 
 import attrs
@@ -26,13 +25,14 @@ from bentoml.models import BentoModel
 from fastapi import FastAPI
 from starlette.responses import Response
 
-from papertrack import config
+from papertrack import settings
+from papertrack.errors import NoModelError
 from papertrack.serving import schemas, store
 from papertrack.serving.guard import RequestGuard, error_body
 
 logger = logging.getLogger("bentoml.papertrack")  # under "bentoml": shown in the server log
 
-config.quiet_third_parties()
+settings.quiet_third_parties()
 
 
 class _ClientErrorFilter(logging.Filter):
@@ -55,11 +55,10 @@ logging.getLogger("bentoml._internal.server.http_app").addFilter(_ClientErrorFil
 
 
 def _workers() -> int | str:
-    value = os.environ.get(store.WORKERS_ENV, "1")
-    return value if value == "cpu_count" else max(1, int(value))
+    return settings.current().workers
 
 
-class ModelNotInStore(store.NoChampionError, BentoMLException):
+class ModelNotInStore(NoModelError, BentoMLException):
     """The served model is not in the local BentoML store (a BentoMLException, so the CLI prints one line)."""
 
 
@@ -79,10 +78,6 @@ class LocalBentoModel(BentoModel):
         return super().to_info(alias)
 
 
-def _flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
-
-
 # GET /metadata lives in a small FastAPI app mounted on the service (BentoML APIs are POST-only).
 metadata_app = FastAPI(title="papertrack", docs_url=None, redoc_url=None, openapi_url=None)
 
@@ -95,8 +90,8 @@ metadata_app = FastAPI(title="papertrack", docs_url=None, redoc_url=None, openap
     traffic={"timeout": 60},
     # No tracing exporter is configured by default, yet OpenTelemetry spans cost ~0.3 ms of CPU per request:
     # prediction routes are left out of tracing unless PAPERTRACK_TRACE_PREDICTIONS=true.
-    tracing={"excluded_urls": [] if _flag(store.TRACE_ENV) else ["/predict", "/predict_batch"]},
-    logging={"access": {"enabled": _flag(store.ACCESS_LOG_ENV)}},
+    tracing={"excluded_urls": [] if settings.current().trace_predictions else ["/predict", "/predict_batch"]},
+    logging={"access": {"enabled": settings.current().access_log}},
 )
 @bentoml.asgi_app(metadata_app, path="/")
 class PaperTrack:
@@ -110,24 +105,24 @@ class PaperTrack:
         # A Bento serves the model recorded in it; otherwise $PAPERTRACK_BENTO_MODEL or the class attribute's tag.
         # Looked up in the local store only (the BentoModel descriptor would try BentoCloud): a missing model
         # fails fast, saying what to do.
-        tag = _bento_model_tag() or os.environ.get(store.MODEL_TAG_ENV) or str(type(self).bento_model.tag)
+        tag = _bento_model_tag() or settings.current().bento_model or str(type(self).bento_model.tag)
         self.stored = stored = store.stored_model(tag)
         self.predictor, _ = load_predictor(stored.path_of(store.MLFLOW_MODEL_FOLDER))
         meta = dict(stored.info.metadata or {})
-        info = self.predictor.info
+        card = self.predictor.card
         self.model_info = schemas.ModelInfo(
-            name=str(meta.get("registered_model", config.MODEL_NAME)),
+            name=str(meta.get("registered_model", settings.MODEL_NAME)),
             version=str(meta.get("version", "unknown")),
-            run_id=str(meta.get("run_id") or info.get("run_id") or ""),
+            run_id=str(meta.get("run_id") or card.run_id),
         )
         self._model_json = self.model_info.model_dump()
         self.n_labels = self.predictor.space.n_labels
         space = self.predictor.space
-        metrics = info.get("metrics") or meta.get("metrics") or {}
+        metrics = card.metrics or meta.get("metrics") or {}
         self._metadata = schemas.MetadataResponse(
             model=self.model_info, bento_model=str(stored.tag), alias=meta.get("alias"),
-            model_uri=meta.get("model_uri"), candidate=info.get("candidate") or meta.get("candidate"),
-            family=info.get("family"), data_digest=info.get("data_digest") or meta.get("data_digest"),
+            model_uri=meta.get("model_uri"), candidate=card.candidate or meta.get("candidate"),
+            family=card.family or None, data_digest=card.data_digest or meta.get("data_digest"),
             use_title=self.predictor.use_title, n_labels=space.n_labels, labels=list(space.labels),
             areas=list(space.areas), hierarchy=space.hierarchy(),
             metrics={k: float(v) for k, v in metrics.items()}, limits=schemas.LIMITS,

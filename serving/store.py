@@ -12,31 +12,25 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from papertrack import config
+from papertrack import registry, settings, store
+from papertrack.errors import NoModelError
 
 BENTO_MODEL_NAME = "papertrack"
-MODEL_TAG_ENV = "PAPERTRACK_BENTO_MODEL"
-WORKERS_ENV = "PAPERTRACK_WORKERS"
-ACCESS_LOG_ENV = "PAPERTRACK_ACCESS_LOG"
-TRACE_ENV = "PAPERTRACK_TRACE_PREDICTIONS"
 DEFAULT_MODEL_TAG = f"{BENTO_MODEL_NAME}:latest"
 MLFLOW_MODEL_FOLDER = "mlflow_model"  # where bentoml.mlflow keeps the MLflow model inside a BentoML model
 TRAIN_HINT = "Run `papertrack train` to train and register a champion"
 
 
-class NoChampionError(RuntimeError):
-    """No model to serve: nothing registered behind the alias, or not in the BentoML store."""
-
-
 def model_tag() -> str:
     """The BentoML tag the service loads."""
-    return os.environ.get(MODEL_TAG_ENV) or DEFAULT_MODEL_TAG
+    return settings.current().bento_model or DEFAULT_MODEL_TAG
 
 
 def service_env(tag: str, workers: int = 1, access_log: bool = False) -> dict[str, str]:
     """The environment for ``bentoml serve``/``bentoml build`` of the service with the model ``tag``."""
-    config.quiet_third_parties()
-    return {**os.environ, MODEL_TAG_ENV: tag, WORKERS_ENV: str(workers), ACCESS_LOG_ENV: str(access_log).lower()}
+    settings.quiet_third_parties()
+    return {**os.environ, settings.BENTO_MODEL_ENV: tag, settings.WORKERS_ENV: str(workers),
+            settings.ACCESS_LOG_ENV: str(access_log).lower()}
 
 
 @dataclass(frozen=True)
@@ -56,26 +50,22 @@ class Champion:
         return f"{BENTO_MODEL_NAME}:v{self.version}-{self.run_id[:12]}".lower()
 
 
-def find_champion(alias: str = "champion", name: str = config.MODEL_NAME) -> Champion:
-    """The registered version behind ``alias``; ``NoChampionError`` (with what to do) when there is none."""
-    from papertrack.training import registry, tracking
-
-    uri = tracking.configure()
+def find_champion(alias: str = settings.CHAMPION, name: str = settings.MODEL_NAME) -> Champion:
+    """The registered version behind ``alias``; ``NoModelError`` (with what to do) when there is none."""
+    uri = store.configure()
     version = registry.version_by_alias(alias, name)
     if version is None:
-        raise NoChampionError(f"no model registered as {name}@{alias} in {uri}. {TRAIN_HINT} "
+        raise NoModelError(f"no model registered as {name}@{alias} in {uri}. {TRAIN_HINT} "
                               f"(or set PAPERTRACK_HOME / MLFLOW_TRACKING_URI to the store that has one).")
     tags = dict(version.tags or {})
     run_id = tags.get("run_id") or version.run_id or ""
     return Champion(name, str(version.version), run_id, alias, tags)
 
 
-def import_champion(alias: str = "champion", name: str = config.MODEL_NAME):
+def import_champion(alias: str = settings.CHAMPION, name: str = settings.MODEL_NAME):
     """Import ``models:/<name>@<alias>`` into the BentoML store (once per version) and return the bentoml.Model."""
     import bentoml
     from bentoml.exceptions import NotFound
-
-    from papertrack.training import registry
 
     champion = find_champion(alias, name)
     try:
@@ -96,7 +86,7 @@ def import_champion(alias: str = "champion", name: str = config.MODEL_NAME):
 
 
 def stored_model(tag: str | None = None):
-    """The bentoml.Model for ``tag`` (default: ``model_tag()``) from the local store, or NoChampionError."""
+    """The bentoml.Model for ``tag`` (default: ``model_tag()``) from the local store, or NoModelError."""
     import bentoml
     from bentoml.exceptions import NotFound
 
@@ -104,7 +94,7 @@ def stored_model(tag: str | None = None):
     try:
         return bentoml.models.get(tag)
     except NotFound:
-        raise NoChampionError(missing_message(tag)) from None
+        raise NoModelError(missing_message(tag)) from None
 
 
 def missing_message(tag: str) -> str:

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from papertrack import settings
 from papertrack.features import embeddings as emb
 
 from .conftest import stratified_subset
@@ -47,7 +48,7 @@ def model():
 def cache_env(tmp_path, monkeypatch):
     """A fresh embedding cache and PAPERTRACK_HOME for one test (the loaded model is reused)."""
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv(emb.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(settings.EMBEDDING_CACHE_ENV, str(tmp_path / "cache"))
     emb.reset_embedders()
     yield tmp_path / "cache"
     emb.reset_embedders()
@@ -147,7 +148,7 @@ def embedding_sweep(subset_path, tmp_path_factory, model):
     data = stratified_subset(subset_path, tmp / "small.jsonl", 3)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PAPERTRACK_HOME", str(tmp / "home"))
-        mp.setenv(emb.CACHE_ENV, str(tmp / "cache"))
+        mp.setenv(settings.EMBEDDING_CACHE_ENV, str(tmp / "cache"))
         emb.reset_embedders()
         result = run_sweep([data], candidate_names=[*EMBEDDING_CANDIDATES, "test-ensemble-emb"], folds=2, seed=3,
                            register=False)
@@ -172,14 +173,14 @@ def test_each_embedding_family_trains_logs_and_predicts_through_the_pyfunc(embed
     import mlflow
 
     from papertrack.models.artifact import load_predictor
-    from papertrack.training import tracking
+    from papertrack import store as mlstore
     from papertrack.training.sweep import _refit_and_log
 
     result, training = embedding_sweep["result"], embedding_sweep["training"]
     (candidate_result,) = [r for r in result.results if r.candidate.name == name]
     assert candidate_result.metrics["label_top3"] > result.baseline["label_top3"]
-    tracking.configure()
-    run = tracking.client().get_run(candidate_result.run_id)
+    mlstore.configure()
+    run = mlstore.client().get_run(candidate_result.run_id)
     assert run.data.tags["family"] == candidate_result.candidate.family
     assert {"label_top3", "label_macro_f1", "area_top1"} <= set(run.data.metrics)
 

@@ -121,7 +121,7 @@ def test_zero_weight_members_are_not_fitted(small):
 def test_tfidf_only_ensemble_sweeps_logs_and_predicts_through_the_pyfunc(small, tmp_path, monkeypatch):
     from papertrack.models.artifact import load_predictor
     from papertrack.models.candidates import CANDIDATES, register
-    from papertrack.training import tracking
+    from papertrack import store as mlstore
     from papertrack.training.sweep import _refit_and_log, run_sweep
 
     path, data = small
@@ -135,7 +135,7 @@ def test_tfidf_only_ensemble_sweeps_logs_and_predicts_through_the_pyfunc(small, 
     assert names == ["tfidf-word-cnb", "tfidf-word-svm", "tfidf-word12-cnb", "test-ensemble-tfidf"]
     ens = result.results[-1]
     np.testing.assert_allclose(ens.cv.oof_proba.sum(axis=1), 1.0, atol=1e-9)
-    run = tracking.client().get_run(ens.run_id)
+    run = mlstore.client().get_run(ens.run_id)
     assert run.data.tags["family"] == "ensemble"
     assert "weights" in run.data.params and "fold0_weights" in run.data.params
     assert {"label_top3", "label_macro_f1", "area_top1", "insample_label_top3"} <= set(run.data.metrics)

@@ -10,21 +10,18 @@ from pathlib import Path
 import pytest
 
 from papertrack.features.ingest import (
-    AREA_SEPARATOR,
     FORMATS,
-    KNOWN_AREAS,
     BadRecord,
     IngestError,
     LoadSummary,
     Record,
     abstract_key,
     detect_format,
-    format_label,
     iter_records,
     load_dataset,
     make_id,
-    normalise_label,
 )
+from papertrack.features.labels import AREA_SEPARATOR, KNOWN_AREAS, format_label, normalise_label
 
 SHARED = Path(__file__).parents[2] / "shared" / "data"
 

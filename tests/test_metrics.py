@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from papertrack import registry
 from papertrack.models.hierarchy import LabelSpace
 from papertrack.training import metrics
 
@@ -79,4 +80,4 @@ def test_rank_key_prefers_primary_then_tiebreak():
     a = {"label_top3": 0.8, "label_macro_f1": 0.3}
     b = {"label_top3": 0.8, "label_macro_f1": 0.4}
     c = {"label_top3": 0.79, "label_macro_f1": 0.9}
-    assert sorted([a, b, c], key=metrics.rank_key, reverse=True) == [b, a, c]
+    assert sorted([a, b, c], key=registry.rank_key, reverse=True) == [b, a, c]

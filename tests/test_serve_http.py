@@ -89,9 +89,9 @@ def test_predict_over_http_equals_the_pyfunc(server, trained, records):
     import pandas as pd
 
     from papertrack.models.artifact import load_predictor
-    from papertrack.training import tracking
+    from papertrack import store as mlstore
 
-    tracking.configure()
+    mlstore.configure()
     _, pyfunc = load_predictor(trained["model_uri"])
     with bentoml.SyncHTTPClient(server["url"], timeout=30) as client:
         for record in records[:8]:

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from papertrack import settings
+from papertrack.errors import NoModelError
+
 os.environ.setdefault("BENTOML_DO_NOT_TRACK", "true")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
@@ -62,7 +65,7 @@ def imported(bento_home):
     from papertrack.serving import store
 
     model = store.import_champion()
-    os.environ[store.MODEL_TAG_ENV] = str(model.tag)
+    os.environ[settings.BENTO_MODEL_ENV] = str(model.tag)
     return model
 
 
@@ -79,9 +82,9 @@ def client(imported):
 @pytest.fixture(scope="module")
 def pyfunc(trained):
     from papertrack.models.artifact import load_predictor
-    from papertrack.training import tracking
+    from papertrack import store as mlstore
 
-    tracking.configure()
+    mlstore.configure()
     return load_predictor(trained["model_uri"])
 
 
@@ -90,7 +93,7 @@ def pyfunc(trained):
 
 def test_import_champion_is_idempotent_and_keeps_mlflow_artifacts(imported, trained):
     from papertrack.serving import store
-    from papertrack.training import tracking
+    from papertrack import store as mlstore
 
     champion = store.find_champion()
     assert str(imported.tag) == champion.bento_tag == f"papertrack:v{champion.version}-{champion.run_id[:12]}"
@@ -98,7 +101,7 @@ def test_import_champion_is_idempotent_and_keeps_mlflow_artifacts(imported, trai
     meta = imported.info.metadata
     assert meta["version"] == champion.version and meta["run_id"] == trained["result"].winner.run_id
     assert (Path(imported.path) / "mlflow_model" / "MLmodel").exists()
-    tracking.configure()
+    mlstore.configure()
     from papertrack.models.artifact import load_predictor
 
     load_predictor(trained["model_uri"])  # the registry's own copy is still there after the import
@@ -109,26 +112,26 @@ def test_no_champion_fails_fast_with_a_hint(tmp_path, monkeypatch, trained):
 
     from papertrack.cli import app
     from papertrack.serving import store
-    from papertrack.training import tracking
+    from papertrack import store as mlstore
 
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "empty-home"))
     try:
-        with pytest.raises(store.NoChampionError, match="papertrack train"):
+        with pytest.raises(NoModelError, match="papertrack train"):
             store.find_champion()
         result = CliRunner().invoke(app, ["serve", "--port", "3999"])
         assert result.exit_code == 1
         assert "papertrack train" in " ".join(result.output.split())
     finally:
         monkeypatch.undo()
-        tracking.configure()  # back to the session's store
+        mlstore.configure()  # back to the session's store
 
 
 def test_service_without_its_model_in_the_store_fails_fast(imported, monkeypatch):
     from papertrack.serving import store
     from papertrack.serving.service import PaperTrack
 
-    monkeypatch.setenv(store.MODEL_TAG_ENV, "papertrack:v999-notthere")
-    with pytest.raises(store.NoChampionError, match="papertrack train"):
+    monkeypatch.setenv(settings.BENTO_MODEL_ENV, "papertrack:v999-notthere")
+    with pytest.raises(NoModelError, match="papertrack train"):
         PaperTrack()
 
 

@@ -6,9 +6,9 @@ import mlflow
 import pandas as pd
 import pytest
 
-from papertrack.training import registry, tracking
+from papertrack import registry, store
 from papertrack.training.leaderboard import leaderboard
-from papertrack.training.metrics import PRIMARY_METRIC
+from papertrack.registry import PRIMARY_METRIC
 from papertrack.training.sweep import run_sweep
 
 from .conftest import FAST_CANDIDATES, stratified_subset
@@ -29,9 +29,9 @@ def _artifact_paths(client, run_id, path=None):
 
 
 def test_sweep_logs_nested_candidate_runs_with_metrics_and_artifacts(trained):
-    tracking.configure()
+    store.configure()
     result = trained["result"]
-    client = tracking.client()
+    client = store.client()
     parent = client.get_run(result.parent_run_id)
     assert parent.data.tags["papertrack.kind"] == "sweep"
     assert parent.data.params["data_digest"] == result.data_digest
@@ -53,7 +53,7 @@ def test_sweep_logs_nested_candidate_runs_with_metrics_and_artifacts(trained):
 
 
 def test_champion_is_registered_and_predicts_from_abstract_only(trained):
-    tracking.configure()
+    store.configure()
     result = trained["result"]
     champion = registry.current_champion()
     assert champion is not None and result.decision.alias == "champion"

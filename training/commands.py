@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from papertrack import config
+from papertrack import settings
 from papertrack.features.ingest import FORMATS
 
 # Tables are wide: when the output is not a terminal (CI logs, pipes) do not wrap them at 80 columns.
@@ -25,25 +25,20 @@ def train(
     candidates: Annotated[Optional[list[str]], typer.Option(
         "--candidate", "-c", help="Only these candidates (repeatable). Default: the whole sweep.")] = None,
     folds: Annotated[int, typer.Option(min=2, max=20, help="Cross-validation folds.")] = 5,
-    seed: Annotated[int, typer.Option(help="Seed of the folds and of the models.")] = config.DEFAULT_SEED,
+    seed: Annotated[int, typer.Option(help="Seed of the folds and of the models.")] = settings.DEFAULT_SEED,
     use_title: Annotated[bool, typer.Option(help="Put titles in front of abstracts (default: abstract only).")] = False,
     register: Annotated[bool, typer.Option(help="Register the winner as papertrack@champion/challenger.")] = True,
 ) -> None:
     """Cross-validate every candidate (one MLflow run each), refit the best, register it."""
-    from papertrack.features.ingest import IngestError
     from papertrack.training.sweep import run_sweep
 
-    paths = data or [config.default_training_data()]
+    paths = data or [settings.current().data_dir / "iclr2024_topics.jsonl"]
     if not data and not paths[0].exists():
         console.print(f"[red]error:[/] no training data at the default path {paths[0]}: pass --data FILE "
                       "or set PAPERTRACK_DATA_DIR to the folder holding iclr2024_topics.jsonl")
         raise typer.Exit(2)
-    try:
-        result = run_sweep(paths, fmt=fmt, candidate_names=candidates, folds=folds, seed=seed,
-                           use_title=use_title, register=register, console=console)
-    except (IngestError, ValueError, FileNotFoundError) as exc:
-        console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
+    result = run_sweep(paths, fmt=fmt, candidate_names=candidates, folds=folds, seed=seed,
+                       use_title=use_title, register=register, console=console)
     _print_results(result)
 
 
@@ -60,8 +55,8 @@ def _print_results(result) -> None:
     console.print(table)
     if result.decision:
         d = result.decision
-        colour = "green" if d.alias == "champion" else "yellow"
-        console.print(f"Registered [bold]{config.MODEL_NAME}[/] version {d.version} as [{colour}]{d.alias}[/]: {d.reason}")
+        colour = "green" if d.alias == settings.CHAMPION else "yellow"
+        console.print(f"Registered [bold]{settings.MODEL_NAME}[/] version {d.version} as [{colour}]{d.alias}[/]: {d.reason}")
     console.print(f"Sweep wall time: {result.wall_seconds:.1f} s; parent run {result.parent_run_id}")
 
 
@@ -76,10 +71,10 @@ def runs(
     limit: Annotated[int, typer.Option(min=1, help="At most this many rows.")] = 50,
 ) -> None:
     """Leaderboard of candidate runs from MLflow (best first)."""
-    from papertrack.training import tracking
+    from papertrack import store
     from papertrack.training.leaderboard import leaderboard
 
-    uri = tracking.configure()
+    uri = store.configure()
     board = leaderboard(latest_sweep_only=not all_sweeps, limit=limit)
     if board.empty:
         console.print(f"No runs in {uri}. Run [bold]papertrack train[/] first.")

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from papertrack.errors import UsageError
 from papertrack.features.ingest import Record, abstract_key
-from papertrack.models.artifact import model_text
+from papertrack.features.text import model_text
 from papertrack.models.hierarchy import LabelSpace
 
 
@@ -25,7 +26,7 @@ class TrainingSet:
     def from_records(cls, records: list[Record], use_title: bool = False) -> "TrainingSet":
         labels = [r.label for r in records]
         if any(label is None for label in labels):
-            raise ValueError("every training record needs a label")
+            raise UsageError("every training record needs a label")
         space = LabelSpace.from_labels(labels)
         texts = [model_text(r.abstract, r.title, use_title) for r in records]
         return cls(records, space, space.encode(labels), texts, data_digest(records))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import mlflow
 import pandas as pd
 
-from papertrack.config import EXPERIMENT_NAME
-from papertrack.training.metrics import PRIMARY_METRIC, TIEBREAK_METRIC
+from papertrack.registry import PRIMARY_METRIC, TIEBREAK_METRIC
+from papertrack.settings import EXPERIMENT_NAME
 
 COLUMNS = ("label_top3", "label_top1", "label_macro_f1", "area_top1", "area_macro_f1", "log_loss", "ece",
            "fit_seconds", "predict_ms_per_abstract")

@@ -7,10 +7,6 @@ from sklearn.metrics import f1_score
 
 from papertrack.models.hierarchy import LabelSpace
 
-PRIMARY_METRIC = "label_top3"
-TIEBREAK_METRIC = "label_macro_f1"
-
-
 def top_k_accuracy(proba: np.ndarray, y: np.ndarray, k: int) -> float:
     """Share of rows whose true class is among the k highest probabilities (ties broken by index)."""
     if len(y) == 0:
@@ -19,17 +15,14 @@ def top_k_accuracy(proba: np.ndarray, y: np.ndarray, k: int) -> float:
     top = np.argsort(-proba, axis=1, kind="stable")[:, :k]
     return float(np.mean(np.any(top == np.asarray(y)[:, None], axis=1)))
 
-
 def macro_f1(y: np.ndarray, predicted: np.ndarray) -> float:
     """Macro-F1 over the classes present in the truth or the predictions."""
     return float(f1_score(y, predicted, average="macro", zero_division=0))
-
 
 def log_loss(proba: np.ndarray, y: np.ndarray, eps: float = 1e-15) -> float:
     """Mean negative log-probability of the true class (probabilities clipped at eps)."""
     picked = proba[np.arange(len(y)), y]
     return float(-np.mean(np.log(np.clip(picked, eps, 1.0))))
-
 
 def reliability(proba: np.ndarray, y: np.ndarray, bins: int = 10) -> dict[str, np.ndarray]:
     """Top-1 confidence vs accuracy per equal-width confidence bin."""
@@ -43,14 +36,12 @@ def reliability(proba: np.ndarray, y: np.ndarray, bins: int = 10) -> dict[str, n
         accuracy = np.bincount(which, correct, minlength=bins) / count
     return {"edges": edges, "count": count, "confidence": mean_conf, "accuracy": accuracy}
 
-
 def expected_calibration_error(proba: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
     """Sum over bins of (bin share) * |accuracy - confidence| for the top-1 prediction."""
     r = reliability(proba, y, bins)
     filled = r["count"] > 0
     weights = r["count"][filled] / r["count"].sum()
     return float(np.sum(weights * np.abs(r["accuracy"][filled] - r["confidence"][filled])))
-
 
 def evaluate(proba: np.ndarray, y: np.ndarray, space: LabelSpace) -> dict[str, float]:
     """All quality metrics of a candidate: label and area level."""
@@ -66,7 +57,3 @@ def evaluate(proba: np.ndarray, y: np.ndarray, space: LabelSpace) -> dict[str, f
         "ece": expected_calibration_error(proba, y),
     }
 
-
-def rank_key(metrics: dict[str, float]) -> tuple[float, float]:
-    """Higher is better: the primary metric, then the tie-breaker."""
-    return (round(metrics[PRIMARY_METRIC], 6), round(metrics[TIEBREAK_METRIC], 6))

@@ -27,12 +27,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from papertrack import __version__
 from papertrack.features.ingest import load_dataset
 from papertrack.models.artifact import PREDICTOR_FILE, PaperTrackModel, TrackPredictor, signature
+from papertrack.models.card import ModelCard
 from papertrack.models.candidates import CANDIDATES, Candidate, select
 from papertrack.models.ensemble import is_ensemble, members_of
-from papertrack.training import registry, tracking
+from papertrack import registry, store
+from papertrack.errors import UsageError
+from papertrack.training import tracking
 from papertrack.training.cv import CVResult, cross_validate, fold_indices
 from papertrack.training.data import TrainingSet
-from papertrack.training.metrics import PRIMARY_METRIC, evaluate, rank_key
+from papertrack.registry import PRIMARY_METRIC, rank_key
+from papertrack.training.metrics import evaluate
 
 CORE_REQUIREMENTS = ("scikit-learn", "numpy", "pandas", "scipy", "joblib", "mlflow", "lightgbm")
 
@@ -93,7 +97,7 @@ def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_n
     for line in summary.lines():
         console.print(f"  {line}")
     data = TrainingSet.from_records(records, use_title=use_title)
-    uri = tracking.configure()
+    uri = store.configure()
     console.print(f"MLflow store: [bold]{uri}[/]  (experiment '{mlflow.get_experiment_by_name('papertrack').name}')")
     dataset = mlflow.data.from_pandas(data.frame(), source=", ".join(str(p) for p in data_paths),
                                       name=Path(data_paths[0]).name, targets="label", digest=data.digest)
@@ -149,7 +153,7 @@ def plan_candidates(names: list[str] | None, console: Console) -> tuple[list[Can
     if reason:
         unusable = [c.name for c in chosen if needs_embeddings(c)]
         if unusable and names:
-            raise ValueError(f"candidate(s) {', '.join(unusable)} need sentence embeddings, but {reason}")
+            raise UsageError(f"candidate(s) {', '.join(unusable)} need sentence embeddings, but {reason}")
         if unusable:
             console.print(f"[yellow]Leaving out {len(unusable)} embedding candidate(s) "
                           f"({', '.join(unusable)}): {escape(reason)}[/]")
@@ -162,7 +166,7 @@ def plan_candidates(names: list[str] | None, console: Console) -> tuple[list[Can
             added = [m for m in members_of(candidate) if m not in planned and m not in {c.name for c in chosen}]
             for member in members_of(candidate):
                 if member not in CANDIDATES:
-                    raise ValueError(f"ensemble {candidate.name!r}: member {member!r} is not a registered candidate")
+                    raise UsageError(f"ensemble {candidate.name!r}: member {member!r} is not a registered candidate")
                 planned.setdefault(member, CANDIDATES[member])
             if added:
                 console.print(f"  ensemble {candidate.name} adds its member(s): {', '.join(added)}")
@@ -284,9 +288,10 @@ def _with_weights(candidate: Candidate, weights: list[float]) -> Candidate:
 def _refit_and_log(winner: CandidateResult, data: TrainingSet, seed: int, use_title: bool) -> str:
     """Refit the winner on all data and log it, in the winner's own run, as the pyfunc artifact."""
     classifier = winner.candidate.build(data.space.n_labels, seed).fit(data.texts, data.y)
-    about = {"candidate": winner.candidate.name, "family": winner.candidate.family, "data_digest": data.digest,
-             "run_id": winner.run_id, "metrics": winner.metrics}
-    predictor = TrackPredictor(classifier, data.space, about, use_title=use_title)
+    card = ModelCard(candidate=winner.candidate.name, family=winner.candidate.family, data_digest=data.digest,
+                     run_id=winner.run_id, metrics=winner.metrics, n_labels=data.space.n_labels,
+                     n_areas=len(data.space.areas), use_title=use_title)
+    predictor = TrackPredictor(classifier, data.space, card, use_title=use_title)
     example = pd.DataFrame({"abstract": [r.abstract for r in data.records[:2]],
                             "title": [r.title or "" for r in data.records[:2]]})
     with tempfile.TemporaryDirectory() as tmp, mlflow.start_run(run_id=winner.run_id, nested=True):

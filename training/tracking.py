@@ -1,4 +1,6 @@
-"""MLflow set-up and per-candidate logging: params, metrics, dataset input, report and plots."""
+"""Per-candidate evaluation artifacts logged to MLflow: the per-class report and the plots.
+
+(Where the store is and how to reach it: :mod:`papertrack.store`.)"""
 
 from __future__ import annotations
 
@@ -8,37 +10,12 @@ from pathlib import Path
 import mlflow
 import numpy as np
 import pandas as pd
-from mlflow.tracking import MlflowClient
 from sklearn.metrics import precision_recall_fscore_support
 
-from papertrack import config
 from papertrack.models.hierarchy import LabelSpace
 from papertrack.training import plots
 
 
-def configure() -> str:
-    """Point MLflow at papertrack's store and make sure the experiment exists; returns the URI."""
-    config.quiet_third_parties()
-    own_store = not config.user_tracking_uri_set()
-    uri = config.tracking_uri()
-    if uri.startswith("sqlite:///"):
-        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    mlflow.set_tracking_uri(uri)
-    mlflow.set_registry_uri(uri)
-    if own_store:
-        config.remember_tracking_uri(uri)
-    if mlflow.get_experiment_by_name(config.EXPERIMENT_NAME) is None:
-        location = None
-        if own_store:
-            config.artifact_root().mkdir(parents=True, exist_ok=True)
-            location = config.artifact_root().as_uri()
-        mlflow.create_experiment(config.EXPERIMENT_NAME, artifact_location=location)
-    mlflow.set_experiment(config.EXPERIMENT_NAME)
-    return uri
-
-
-def client() -> MlflowClient:
-    return MlflowClient(tracking_uri=mlflow.get_tracking_uri(), registry_uri=mlflow.get_registry_uri())
 
 
 def per_class_report(proba: np.ndarray, y: np.ndarray, space: LabelSpace) -> pd.DataFrame:

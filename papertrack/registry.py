@@ -1,4 +1,4 @@
-"""The model registry and its promotion gate.
+"""The model registry (read by serving, written by training) and its promotion gate.
 
 A new winner becomes ``champion`` only when it beats the current champion's primary metric
 (label top-3, macro-F1 breaking ties) measured on the same data digest. Otherwise it is registered
@@ -13,12 +13,11 @@ from dataclasses import dataclass
 import mlflow
 from mlflow.exceptions import MlflowException
 
-from papertrack.config import MODEL_NAME
-from papertrack.training.metrics import PRIMARY_METRIC, TIEBREAK_METRIC, rank_key
-from papertrack.training.tracking import client
+from papertrack.settings import CHALLENGER, CHAMPION, MODEL_NAME
+from papertrack.store import client
 
-CHAMPION = "champion"
-CHALLENGER = "challenger"
+PRIMARY_METRIC = "label_top3"
+TIEBREAK_METRIC = "label_macro_f1"
 # model-version tags that describe the version; every other tag with a numeric value is a CV metric
 INFO_TAGS = ("data_digest", "candidate", "run_id", "gate", "data_change")
 
@@ -29,6 +28,11 @@ class Decision:
     alias: str  # champion or challenger
     reason: str
     previous_champion: str | None
+
+
+def rank_key(metrics: dict[str, float]) -> tuple[float, float]:
+    """Higher is better: the primary metric, then the tie-breaker."""
+    return (round(metrics[PRIMARY_METRIC], 6), round(metrics[TIEBREAK_METRIC], 6))
 
 
 def version_by_alias(alias: str, name: str = MODEL_NAME):
