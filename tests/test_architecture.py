@@ -1,0 +1,89 @@
+"""The dependency arrows of the package: features → models → {training, serving}, with ``papertrack/``
+(settings, errors, the MLflow store and registry, the CLI) as the thin shared layer.
+
+Checked two ways: statically (every import statement of every module, including imports inside
+functions) and at run time (importing the service and the labeler in a fresh interpreter loads neither
+the training side nor matplotlib)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = ("features", "models", "training", "serving")
+# what each layer may import from the project, besides itself
+ALLOWED = {
+    "features": {"papertrack.settings", "papertrack.errors", "papertrack"},
+    "models": {"features", "papertrack.settings", "papertrack.errors", "papertrack"},
+    "training": {"features", "models", "papertrack.settings", "papertrack.errors", "papertrack.store",
+                 "papertrack.registry", "papertrack"},
+    "serving": {"features", "models", "papertrack.settings", "papertrack.errors", "papertrack.store",
+                "papertrack.registry", "papertrack"},
+    "shared": {"papertrack.settings", "papertrack.errors", "papertrack.store", "papertrack.registry", "papertrack"},
+}
+SHARED_MODULES = ("settings", "errors", "store", "registry", "cli")
+
+
+def _unit(name: str) -> str:
+    """A layer name ("models"), a shared module ("papertrack.store") or "papertrack" (the package itself)."""
+    parts = name.split(".")
+    if len(parts) >= 2 and parts[1] in LAYERS:
+        return parts[1]
+    if len(parts) >= 2 and parts[1] in SHARED_MODULES:
+        return f"papertrack.{parts[1]}"
+    return "papertrack"
+
+
+def _project_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, unit) of every project import, inside functions too."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "papertrack":  # from papertrack import settings, store, ...
+                names = [f"papertrack.{alias.name}" for alias in node.names]
+            else:
+                names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        found += [(node.lineno, _unit(name)) for name in names if name.split(".")[0] == "papertrack"]
+    return found
+
+
+def _violations(files, layer: str) -> list[str]:
+    out = []
+    for path in files:
+        for line, unit in _project_imports(path):
+            if unit != layer and unit not in ALLOWED[layer]:
+                out.append(f"{path.relative_to(ROOT)}:{line} imports {unit} ({layer} -> {unit})")
+    return out
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_imports_point_one_way(layer):
+    violations = _violations(sorted((ROOT / layer).glob("*.py")), layer)
+    assert not violations, "imports against the arrows:\n" + "\n".join(violations)
+
+
+def test_the_shared_layer_imports_no_layer_above_features():
+    files = [ROOT / "papertrack" / f"{name}.py" for name in SHARED_MODULES if name != "cli"]
+    violations = _violations(files, "shared")
+    assert not violations, "\n".join(violations)
+
+
+def test_serving_loads_neither_training_nor_matplotlib():
+    code = ("import json, sys\n"
+            "import papertrack.serving.service, papertrack.serving.labeler\n"
+            "print(json.dumps(sorted(n for n in sys.modules if n.startswith('papertrack.training') "
+            "or n.split('.')[0] == 'matplotlib')))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    assert loaded == [], f"serving loaded {loaded}"
