@@ -1,0 +1,70 @@
+"""The shared layer: settings from the environment, the MLflow store's artifact location, the CLI's errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mlflow
+import pytest
+from typer.testing import CliRunner
+
+from papertrack import settings, store
+from papertrack.errors import UsageError
+
+
+def test_settings_read_every_variable_at_call_time(tmp_path, monkeypatch):
+    monkeypatch.setenv(settings.HOME_ENV, str(tmp_path / "home"))
+    monkeypatch.setenv(settings.DATA_DIR_ENV, str(tmp_path / "data"))
+    monkeypatch.setenv(settings.EMBEDDING_CACHE_ENV, "off")
+    monkeypatch.setenv(settings.TORCH_THREADS_ENV, "3")
+    monkeypatch.setenv(settings.WORKERS_ENV, "4")
+    monkeypatch.setenv(settings.ACCESS_LOG_ENV, "true")
+    monkeypatch.delenv(settings.TRACKING_URI_ENV, raising=False)
+    current = settings.current()
+    assert current.home == tmp_path / "home" and current.data_dir == tmp_path / "data"
+    assert current.embedding_cache is None and current.torch_threads == 3 and current.workers == 4
+    assert current.access_log and not current.trace_predictions
+    assert current.tracking_uri == f"sqlite:///{tmp_path / 'home' / 'mlflow.db'}"
+    monkeypatch.delenv(settings.EMBEDDING_CACHE_ENV)
+    assert settings.current().embedding_cache == tmp_path / "home" / "embedding-cache"
+
+
+def test_a_bad_number_is_a_user_error_naming_the_variable(monkeypatch):
+    monkeypatch.setenv(settings.WORKERS_ENV, "two")
+    with pytest.raises(UsageError, match="PAPERTRACK_WORKERS must be a whole number"):
+        settings.current()
+
+
+def test_user_sqlite_store_keeps_artifacts_under_papertrack_home(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(settings.HOME_ENV, str(tmp_path / "home"))
+    monkeypatch.setenv(settings.TRACKING_URI_ENV, f"sqlite:///{tmp_path / 'mine.db'}")
+    try:
+        assert store.configure() == f"sqlite:///{tmp_path / 'mine.db'}"
+        location = mlflow.get_experiment_by_name(settings.EXPERIMENT_NAME).artifact_location
+        assert location == (tmp_path / "home" / "artifacts").as_uri()
+        with mlflow.start_run():
+            mlflow.log_text("x", "probe.txt")
+        assert not (tmp_path / "mlruns").exists()
+        assert list((tmp_path / "home" / "artifacts").rglob("probe.txt"))
+    finally:
+        monkeypatch.undo()
+        store.configure()
+
+
+def test_cli_prints_user_errors_in_one_line_and_lets_bugs_show_their_traceback(monkeypatch, tmp_path):
+    from papertrack.cli import app
+    from papertrack.training import sweep
+
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"abstract": "a b c", "label": "Theory"}\n')
+    result = CliRunner().invoke(app, ["train", "--data", str(data), "-c", "no-such-candidate"])
+    assert result.exit_code == 2
+    assert "error:" in result.output and "no-such-candidate" in result.output
+
+    def broken(*args, **kwargs):
+        raise KeyError("internal bug")
+
+    monkeypatch.setattr(sweep, "run_sweep", broken)
+    result = CliRunner().invoke(app, ["train", "--data", str(data)])
+    assert isinstance(result.exception, KeyError)  # not turned into a user error
