@@ -20,10 +20,9 @@ from mlflow.models import ModelSignature
 from mlflow.types.schema import Array, ColSpec, Object, ParamSchema, ParamSpec, Property, Schema
 
 from papertrack.features.text import model_text
-from papertrack.models.card import Answer, AreaScore, ModelCard, Track
+from papertrack.models.card import DEFAULT_TOP_K, Answer, AreaScore, ModelCard, Track
 from papertrack.models.hierarchy import LabelSpace
 
-DEFAULT_TOP_K = 3
 PREDICTOR_FILE = "predictor.joblib"
 
 

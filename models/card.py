@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypedDict
 
+DEFAULT_TOP_K = 3  # tracks per answer unless asked otherwise
+
 
 class Track(TypedDict):
     label: str

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
-from papertrack.models.artifact import DEFAULT_TOP_K
+from papertrack.models.card import DEFAULT_TOP_K
 
 MAX_ABSTRACT_CHARS = 20_000
 """Longest abstract accepted (characters). Real abstracts are under 5,000."""

@@ -87,3 +87,11 @@ def test_serving_loads_neither_training_nor_matplotlib():
     assert result.returncode == 0, result.stderr[-2000:]
     loaded = json.loads(result.stdout.strip().splitlines()[-1])
     assert loaded == [], f"serving loaded {loaded}"
+
+
+def test_request_schemas_load_neither_mlflow_nor_pandas():
+    code = ("import json, sys\nimport papertrack.serving.schemas\n"
+            "print(json.dumps(sorted(n for n in ('mlflow', 'pandas') if n in sys.modules)))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
