@@ -22,11 +22,11 @@ import unicodedata
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from papertrack.errors import PapertrackError
 from papertrack.features.labels import KNOWN_AREAS, format_label, normalise_label
@@ -114,11 +114,12 @@ def _check_file(path: str | PathLike) -> None:
         raise IngestError(path, None, "not a regular file")
 
 
-def _read_lines(path: str | PathLike) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` for each line, without its line ending (LF or CRLF).
+@contextmanager
+def open_input(path: str | PathLike) -> Iterator[BinaryIO]:
+    """The bytes of an input file, decompressed when it is gzip (recognised by its magic bytes).
 
-    Gzip is recognised by its magic bytes, a leading UTF-8 BOM is dropped, and each line is
-    decoded separately so that a non-UTF-8 byte is reported with its line number.
+    Raises ``IngestError`` for a missing file, a directory or a file that cannot be opened; reading a
+    broken gzip stream raises ``OSError``/``EOFError``/``zlib.error``, which callers report with a line.
     """
     _check_file(path)
     try:
@@ -128,7 +129,16 @@ def _read_lines(path: str | PathLike) -> Iterator[tuple[int, str]]:
     with raw:
         is_gzip = raw.read(2) == _GZIP_MAGIC
         raw.seek(0)
-        stream = gzip.GzipFile(fileobj=raw) if is_gzip else raw
+        yield gzip.GzipFile(fileobj=raw) if is_gzip else raw
+
+
+def _read_lines(path: str | PathLike) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` for each line, without its line ending (LF or CRLF).
+
+    The file is opened with :func:`open_input` (gzip or not), a leading UTF-8 BOM is dropped, and each
+    line is decoded separately so that a non-UTF-8 byte is reported with its line number.
+    """
+    with open_input(path) as stream:
         lineno = 0
         try:
             for lineno, data in enumerate(stream, start=1):

@@ -193,15 +193,10 @@ def label(
 
 
 def _print_summary(result) -> None:
-    c = result.counters
-    _say(f"{c.inputs:,} input records = {c.rows:,} labeled rows ({result.paths.output}) + "
-         f"{c.errors:,} errors ({result.paths.errors})")
-    resumed = f" (resumed after {result.resumed_from:,})" if result.resumed_from else ""
-    _say(f"{result.seconds:.2f} s, {result.rate:,.0f} abstracts/s{resumed}")
-    if c.labeled:
-        unknown = f"; {c.unknown_labels:,} given labels are not in the model's label set" if c.unknown_labels else ""
-        _say(f"{c.labeled:,} inputs had a label: top-1 {c.top1 / c.labeled:.3f}, "
-             f"top-3 {c.top3 / c.labeled:.3f}{unknown}")
+    from papertrack.serving.labeler import summary_lines
+
+    for line in summary_lines(result):
+        _say(line)
 
 
 def add_commands(app: typer.Typer) -> None:

@@ -156,14 +156,14 @@ def test_labeling_streams_in_chunks(backend, tmp_path, monkeypatch):
     path.write_text("".join(json.dumps({"id": f"r{i}", "abstract": f"abstract number {i} about kernels"}) + "\n"
                             for i in range(1000)), encoding="utf-8")
     pulled = {"n": 0}
-    real_iter = labeler.iter_records
+    real_iter = labeler.run.iter_records
 
     def counting(*args, **kwargs):
         for item in real_iter(*args, **kwargs):
             pulled["n"] += 1
             yield item
 
-    monkeypatch.setattr(labeler, "iter_records", counting)
+    monkeypatch.setattr(labeler.run, "iter_records", counting)
     sizes, ahead = [], []
     real_label = backend.label
 
