@@ -31,6 +31,20 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+def over_limits(record: Record) -> str | None:
+    """Why the model does not take this record (an abstract or title over the service's limits), else None.
+
+    Applied by every backend, so labeling locally and through ``--url`` give the same rows and errors.
+    """
+    from papertrack.serving.schemas import MAX_ABSTRACT_CHARS, MAX_TITLE_CHARS
+
+    if len(record.abstract) > MAX_ABSTRACT_CHARS:
+        return f"abstract has {len(record.abstract):,} characters; at most {MAX_ABSTRACT_CHARS:,} are accepted"
+    if record.title and len(record.title) > MAX_TITLE_CHARS:
+        return f"title has {len(record.title):,} characters; at most {MAX_TITLE_CHARS:,} are accepted"
+    return None
+
+
 class LocalBackend:
     """The registered pyfunc's TrackPredictor, in this process."""
 
@@ -55,7 +69,13 @@ class LocalBackend:
         self.description = f"{model_uri} ({card.short()})"
 
     def label(self, records: Sequence[Record], k: int) -> list[Answer | str]:
-        return self.predictor.predict([r.abstract for r in records], [r.title for r in records], k)
+        answers: list[Answer | str | None] = [over_limits(r) for r in records]
+        good = [i for i, answer in enumerate(answers) if answer is None]
+        if good:
+            predicted = self.predictor.predict([records[i].abstract for i in good], [records[i].title for i in good], k)
+            for i, answer in zip(good, predicted):
+                answers[i] = answer
+        return answers  # type: ignore[return-value]
 
     def close(self) -> None:
         pass
@@ -75,7 +95,6 @@ class HttpBackend:
         self.batch = min(batch, schemas.MAX_BATCH)
         self.retries = retries
         self.pool = ThreadPoolExecutor(max_workers=in_flight)  # requests in flight: keeps several workers busy
-        self.max_abstract, self.max_title = schemas.MAX_ABSTRACT_CHARS, schemas.MAX_TITLE_CHARS
         self.client = httpx.Client(base_url=self.url, timeout=timeout)
         try:
             response = self.client.get("/metadata")
@@ -96,11 +115,8 @@ class HttpBackend:
         answers: list[Answer | str | None] = [None] * len(records)
         sendable = []
         for i, record in enumerate(records):
-            if len(record.abstract) > self.max_abstract:
-                answers[i] = f"abstract has {len(record.abstract):,} characters; the service accepts at most {self.max_abstract:,}"
-            elif record.title and len(record.title) > self.max_title:
-                answers[i] = f"title has {len(record.title):,} characters; the service accepts at most {self.max_title:,}"
-            else:
+            answers[i] = over_limits(record)
+            if answers[i] is None:
                 sendable.append(i)
         parts = [sendable[start:start + self.batch] for start in range(0, len(sendable), self.batch)]
         sent = [self.pool.submit(self._send, [records[i] for i in part], k) for part in parts]

@@ -71,25 +71,73 @@ def fingerprint(paths: Sequence[Path]) -> list[dict]:
     return out
 
 
+def refuse_overwriting_inputs(paths: Paths, inputs: Sequence[Path]) -> None:
+    """LabelError when a file this run writes (output, errors, their partial files, the checkpoint) is an input."""
+    written = {"output": paths.output, "errors file": paths.errors, "partial output": paths.partial,
+               "partial errors file": paths.errors_partial, "checkpoint": paths.checkpoint}
+    for source in inputs:
+        for what, target in written.items():
+            if _same_file(source, target):
+                raise LabelError(f"the {what} {target} is the input {source}: labeling would destroy it; "
+                                 f"choose another -o/--errors")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
+def open_partial(path: Path) -> BinaryIO:
+    try:
+        return open(path, "r+b")
+    except OSError as exc:
+        raise LabelError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def write(path: Path, f: BinaryIO, data: bytes) -> None:
+    """Append ``data`` to an open partial file; LabelError (not a traceback) when the disk refuses."""
+    try:
+        f.write(data)
+    except OSError as exc:
+        raise LabelError(f"cannot write {path}: {exc.strerror}; free space or choose another -o, then rerun "
+                         f"with --resume") from None
+
+
+def discard(paths: Paths) -> None:
+    """Remove an unfinished run's files (partial output and errors, checkpoint)."""
+    for path in (paths.partial, paths.errors_partial, paths.checkpoint):
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
 def start_fresh(paths: Paths, header: bytes, notice: Callable[[str], None]) -> None:
     """Empty partial files (the output starting with ``header``), dropping an unfinished run's."""
     if paths.checkpoint.exists() or paths.partial.exists():
         notice(f"discarding the unfinished run in {paths.partial} (use --resume to continue it)")
-    paths.checkpoint.unlink(missing_ok=True)
-    paths.output.parent.mkdir(parents=True, exist_ok=True)
-    paths.errors.parent.mkdir(parents=True, exist_ok=True)
-    paths.partial.write_bytes(header)
-    paths.errors_partial.write_bytes(b"")
+    try:
+        paths.checkpoint.unlink(missing_ok=True)
+        for path, data in ((paths.partial, header), (paths.errors_partial, b"")):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+    except OSError as exc:
+        raise LabelError(f"cannot write {exc.filename or paths.partial}: {exc.strerror}; choose another -o") from None
 
 
 def save(paths: Paths, settings: dict, counters: Counters, out: BinaryIO, err: BinaryIO,
          complete: bool = False) -> None:
     """Make everything written so far durable, then record it in the checkpoint (atomically)."""
-    for f in (out, err):
-        f.flush()
-        os.fsync(f.fileno())
-    _write_json_atomic(paths.checkpoint, {**settings, "counters": asdict(counters), "output_bytes": out.tell(),
-                                          "errors_bytes": err.tell(), "complete": complete})
+    try:
+        for f in (out, err):
+            f.flush()
+            os.fsync(f.fileno())
+        _write_json_atomic(paths.checkpoint, {**settings, "counters": asdict(counters), "output_bytes": out.tell(),
+                                              "errors_bytes": err.tell(), "complete": complete})
+    except OSError as exc:
+        raise LabelError(f"cannot write {exc.filename or paths.partial}: {exc.strerror}") from None
 
 
 def load(paths: Paths, settings: dict, notice: Callable[[str], None]) -> dict | None:
@@ -119,7 +167,11 @@ def finalize(paths: Paths) -> None:
     """Give the partial files their final names (errors first, output last), then drop the checkpoint."""
     for partial, final in ((paths.errors_partial, paths.errors), (paths.partial, paths.output)):
         if partial.exists():
-            os.replace(partial, final)
+            try:
+                os.replace(partial, final)
+            except OSError as exc:
+                raise LabelError(f"cannot rename {partial} to {final}: {exc.strerror}; the labeled rows are "
+                                 f"complete in {partial}") from None
     _fsync_dir(paths.output.parent)
     paths.checkpoint.unlink(missing_ok=True)
 

@@ -9,7 +9,9 @@ the run is checkpointed (:mod:`.checkpoint`), so ``resume`` continues it exactly
 
 from __future__ import annotations
 
+import hashlib
 import os
+import sys
 import threading
 import time
 import zlib
@@ -76,6 +78,7 @@ def label_dumps(inputs: Sequence[Path], output: Path, backend, *, top_k: int = 3
     paths = Paths(output, errors or default_errors_path(output))
     if paths.errors.resolve() == paths.output.resolve():
         raise LabelError("the errors file must differ from the output file")
+    checkpoint.refuse_overwriting_inputs(paths, inputs)
     formats = [detect_format(p, fmt) for p in inputs]  # IngestError for a missing/empty/unknown file, up front
     settings = {"version": checkpoint.VERSION, "inputs": fingerprint(inputs), "formats": formats,
                 "output": str(paths.output.resolve()), "errors": str(paths.errors.resolve()), "kind": kind,
@@ -91,8 +94,9 @@ def label_dumps(inputs: Sequence[Path], output: Path, backend, *, top_k: int = 3
         return LabelResult(counters, paths, time.perf_counter() - started, skip, [str(p) for p in inputs])
     if state is None:
         checkpoint.start_fresh(paths, rows.header(), notice)
-    out = open(paths.partial, "r+b")
-    err = open(paths.errors_partial, "r+b")
+    out = checkpoint.open_partial(paths.partial)
+    err = checkpoint.open_partial(paths.errors_partial)
+    ids = _SeenIds()
     try:
         if state is not None:  # drop whatever was written after the last checkpoint (a torn chunk)
             out.truncate(state["output_bytes"])
@@ -107,18 +111,22 @@ def label_dumps(inputs: Sequence[Path], output: Path, backend, *, top_k: int = 3
             # counted in a thread while labeling runs (gzip decompression releases the GIL)
             threading.Thread(target=lambda: on_total(sum(_count_lines(p) for p in inputs)), daemon=True).start()
         stream = _numbered(inputs, formats)
-        for _ in range(skip):  # the records an interrupted run already wrote
-            if next(stream, None) is None:
+        for _ in range(skip):  # the records an interrupted run already wrote (their ids: for duplicates)
+            done = next(stream, None)
+            if done is None:
                 raise LabelError(f"the input has fewer records than the checkpoint says were done ({skip:,})")
+            ids.seen(done[0])
         for chunk in _chunks(stream, chunk_size):
-            labeled, failed = _label_chunk([item for item, _ in chunk], backend, k)
+            items = [item for item, _ in chunk]
+            counters.duplicate_ids += sum(ids.seen(item) for item in items)
+            labeled, failed = _label_chunk(items, backend, k)
             for record, answer in labeled:
                 counters.add(record, answer, backend.labels)
             counters.inputs += len(chunk)
             counters.rows += len(labeled)
             counters.errors += len(failed)
-            out.write(rows.rows(labeled))
-            err.write(error_rows(failed))
+            checkpoint.write(paths.partial, out, rows.rows(labeled))
+            checkpoint.write(paths.errors_partial, err, error_rows(failed))
             checkpoint.save(paths, settings, counters, out, err)
             if on_rows is not None:
                 on_rows(labeled)
@@ -127,11 +135,33 @@ def label_dumps(inputs: Sequence[Path], output: Path, backend, *, top_k: int = 3
         if counters.inputs != counters.rows + counters.errors:  # pragma: no cover - a bug, never data
             raise LabelError(f"count mismatch: {counters.inputs} inputs != {counters.rows} rows + {counters.errors} errors")
         checkpoint.save(paths, settings, counters, out, err, complete=True)
-    finally:
+    except BaseException:
         out.close()
         err.close()
+        if counters.inputs == 0 and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+            checkpoint.discard(paths)  # failed before any record was done: nothing worth resuming
+        raise
+    out.close()
+    err.close()
     checkpoint.finalize(paths)
     return LabelResult(counters, paths, time.perf_counter() - started, skip, [str(p) for p in inputs])
+
+
+class _SeenIds:
+    """Which record ids were already seen (as 8-byte hashes, so memory stays small for big dumps)."""
+
+    def __init__(self):
+        self._hashes: set[int] = set()
+
+    def seen(self, item: Record | BadRecord) -> bool:
+        """Remember ``item``'s id; True when an earlier record had the same id."""
+        if not isinstance(item, Record):
+            return False
+        key = int.from_bytes(hashlib.blake2b(item.id.encode("utf-8"), digest_size=8).digest(), "little")
+        if key in self._hashes:
+            return True
+        self._hashes.add(key)
+        return False
 
 
 def _label_chunk(items: Sequence[Record | BadRecord], backend, k: int

@@ -22,6 +22,7 @@ class Counters:
     top1: int = 0
     top3: int = 0
     unknown_labels: int = 0  # given labels that are not in the model's label set
+    duplicate_ids: int = 0  # records whose id an earlier record already had (both are labeled)
 
     def add(self, record: Record, answer: Mapping[str, Any], known: frozenset[str]) -> None:
         """Count one labeled row (its accuracy when the record has a label)."""
@@ -45,4 +46,7 @@ def summary_lines(result) -> list[str]:
         unknown = f"; {c.unknown_labels:,} given labels are not in the model's label set" if c.unknown_labels else ""
         lines.append(f"{c.labeled:,} inputs had a label: top-1 {c.top1 / c.labeled:.3f}, "
                      f"top-3 {c.top3 / c.labeled:.3f}{unknown}")
+    if c.duplicate_ids:
+        lines.append(f"warning: {c.duplicate_ids:,} records have the id of an earlier record (both are labeled; "
+                     f"ids are kept as given)")
     return lines
