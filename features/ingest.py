@@ -22,14 +22,14 @@ import unicodedata
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from papertrack.errors import PapertrackError
-from papertrack.features.labels import KNOWN_AREAS, format_label, normalise_label
+from papertrack.features.labels import KNOWN_AREAS, SEPARATORS, format_label, is_known_area, normalise_label
 
 FORMATS = ("jsonl", "json", "csv", "text-labeled", "text-unlabeled")
 _AUTHORS_MARKER = re.compile(r"\s*(?:等|et\s+al\.?)$")
@@ -42,6 +42,12 @@ _MAX_LABEL_LINE = 200
 _MAX_HEADER = 120
 _MAX_AUTHOR_WORDS = 7
 _MAX_AUTHOR_CHARS = 80
+_JSON_BLOCK = 1 << 16  # characters read at a time when streaming a JSON array
+_TOO_DEEP = "JSON nested too deeply (more than about 1,000 levels)"
+
+# A CSV field may hold a whole (long) abstract: the csv module's default limit (131,072 characters)
+# would abort the whole file at one long field. Over-long abstracts are reported per record instead.
+csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))
 
 
 class IngestError(PapertrackError):
@@ -77,7 +83,7 @@ class BadRecord:
     line: int
     reason: str
     id: str | None = None
-    kind: str = "invalid"  # "empty" for an empty abstract, "invalid" for anything else
+    kind: str = "invalid"  # "empty": empty or content-free abstract; "header": a text dump's header; else "invalid"
 
 
 # --------------------------------------------------------------------------- labels, ids, text
@@ -89,6 +95,11 @@ def normalise_text(text: str) -> str:
     Anything inside a line (LaTeX, markdown, repeated spaces) is kept as is.
     """
     return " ".join(stripped for line in text.splitlines() if (stripped := line.strip()))
+
+
+def has_content(text: str) -> bool:
+    """True when the text has at least one letter or digit (not only controls, zero-width or emoji)."""
+    return any(ch.isalnum() for ch in text)
 
 
 def abstract_key(abstract: str) -> str:
@@ -114,11 +125,12 @@ def _check_file(path: str | PathLike) -> None:
         raise IngestError(path, None, "not a regular file")
 
 
-def _read_lines(path: str | PathLike) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` for each line, without its line ending (LF or CRLF).
+@contextmanager
+def open_input(path: str | PathLike) -> Iterator[BinaryIO]:
+    """The bytes of an input file, decompressed when it is gzip (recognised by its magic bytes).
 
-    Gzip is recognised by its magic bytes, a leading UTF-8 BOM is dropped, and each line is
-    decoded separately so that a non-UTF-8 byte is reported with its line number.
+    Raises ``IngestError`` for a missing file, a directory or a file that cannot be opened; reading a
+    broken gzip stream raises ``OSError``/``EOFError``/``zlib.error``, which callers report with a line.
     """
     _check_file(path)
     try:
@@ -128,7 +140,16 @@ def _read_lines(path: str | PathLike) -> Iterator[tuple[int, str]]:
     with raw:
         is_gzip = raw.read(2) == _GZIP_MAGIC
         raw.seek(0)
-        stream = gzip.GzipFile(fileobj=raw) if is_gzip else raw
+        yield gzip.GzipFile(fileobj=raw) if is_gzip else raw
+
+
+def _read_lines(path: str | PathLike) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` for each line, without its line ending (LF or CRLF).
+
+    The file is opened with :func:`open_input` (gzip or not), a leading UTF-8 BOM is dropped, and each
+    line is decoded separately so that a non-UTF-8 byte is reported with its line number.
+    """
+    with open_input(path) as stream:
         lineno = 0
         try:
             for lineno, data in enumerate(stream, start=1):
@@ -205,6 +226,8 @@ def _classify(path: str | PathLike, head: list[str]) -> str:
     if text.startswith("["):
         return "json"
     if text.startswith("{") or ext == ".json":
+        if ext == ".json" and text.startswith("{") and len([line for line in head if line.strip()]) == 1:
+            return "json"  # one JSON object: a document, not JSON lines
         if _looks_like_json_lines(text):
             return "jsonl"
         raise IngestError(path, None, "neither a JSON array nor JSON lines (one object per line)")
@@ -261,6 +284,9 @@ def _make_record(
     abstract = normalise_text(abstract)
     if not abstract:
         return BadRecord(source, line, "empty abstract", record_id, "empty")
+    if not has_content(abstract):
+        return BadRecord(source, line, "abstract has no letters or digits (only symbols, emoji or invisible "
+                                       "characters)", record_id, "empty")
     area = subarea = None
     if labeled is not False and label is not None:
         try:
@@ -356,21 +382,106 @@ def _parse_jsonl(path: str | PathLike, labeled: bool | None) -> Iterator[Record 
         except json.JSONDecodeError as exc:
             yield BadRecord(source, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
             continue
+        except RecursionError:
+            yield BadRecord(source, lineno, _TOO_DEEP)
+            continue
         yield _record_from_value(value, source, lineno, labeled)
 
 
 def _parse_json_array(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
-    """A JSON array of objects, loaded whole; ``line`` is the 1-based index in the array."""
+    """A JSON array of objects, streamed element by element; ``line`` is the 1-based index in the array.
+
+    Any other top-level value (one object, a string, ...) is a fatal error: it is not a list of records.
+    """
     source = str(path)
-    text = "\n".join(line for _, line in _read_lines(path))
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise IngestError(path, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-    if not isinstance(data, list):
-        raise IngestError(path, 1, f"expected a JSON array of records (top-level value: {_json_type(data)})")
-    for index, value in enumerate(data, start=1):
-        yield _record_from_value(value, source, index, labeled)
+    chars = _JsonChars(path)
+    first = chars.skip_space()
+    if first == "{":
+        value = chars.value(1)
+        keys = ", ".join(repr(k) for k in list(value)[:8]) if isinstance(value, dict) else ""
+        raise IngestError(path, 1, f"expected a JSON array of records; the file holds one JSON object (keys: "
+                                   f"{keys or 'none'}). Put the records in an array, or name the file .jsonl for "
+                                   f"one object per line")
+    if first != "[":
+        value = chars.value(1)  # raises for invalid JSON
+        raise IngestError(path, 1, f"expected a JSON array of records (top-level value: {_json_type(value)})")
+    chars.take()
+    index = 0
+    if chars.skip_space() == "]":
+        chars.take()
+    else:
+        while True:
+            index += 1
+            try:
+                yield _record_from_value(chars.value(index), source, index, labeled)
+            except RecursionError:
+                raise IngestError(path, chars.line, f"record {index}: {_TOO_DEEP}") from None
+            separator = chars.skip_space()
+            chars.take()
+            if separator == "]":
+                break
+            if separator != ",":
+                raise IngestError(path, chars.line, f"invalid JSON: expected ',' or ']' after record {index}")
+    if chars.skip_space() != "":
+        raise IngestError(path, chars.line, "unexpected text after the JSON array")
+
+
+class _JsonChars:
+    """The text of a JSON file, read a block at a time, decoding one value at a time (``raw_decode``)."""
+
+    def __init__(self, path: str | PathLike):
+        self.path = path
+        self.lines = _read_lines(path)
+        self.buffer, self.pos, self.line, self.eof = "", 0, 1, False  # line: of the buffer's start
+
+    def _more(self) -> bool:
+        if self.eof:
+            return False
+        taken = []
+        size = 0
+        for _, text in self.lines:
+            taken.append(text + "\n")
+            size += len(text) + 1
+            if size >= _JSON_BLOCK:
+                break
+        else:
+            self.eof = True
+        if not taken:
+            return False
+        self.line += self.buffer.count("\n", 0, self.pos)
+        self.buffer = self.buffer[self.pos:] + "".join(taken)
+        self.pos = 0
+        return True
+
+    def skip_space(self) -> str:
+        """The next non-whitespace character ('' at the end), without consuming it."""
+        while True:
+            while self.pos < len(self.buffer) and self.buffer[self.pos] in " \t\r\n":
+                self.pos += 1
+            if self.pos < len(self.buffer):
+                return self.buffer[self.pos]
+            if not self._more():
+                return ""
+
+    def take(self) -> None:
+        self.pos += 1
+
+    def value(self, index: int) -> object:
+        """Decode the next JSON value (reading more text while it is incomplete)."""
+        self.skip_space()
+        decoder = json.JSONDecoder()
+        while True:
+            try:
+                value, end = decoder.raw_decode(self.buffer, self.pos)
+            except json.JSONDecodeError as exc:
+                if self._more():
+                    continue
+                line = self.line + self.buffer.count("\n", 0, exc.pos)
+                raise IngestError(self.path, line, f"invalid JSON: {exc.msg} (record {index})") from None
+            if end == len(self.buffer) and not self.eof and self._more():
+                continue  # a number or literal cut at the block's end: decode it again whole
+            self.pos = end
+            return value
 
 
 def _parse_csv(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
@@ -436,7 +547,7 @@ def _is_label_line(block: _Block) -> bool:
     return (
         block.lines == 1
         and len(text) < _MAX_LABEL_LINE
-        and ("·" in text or "->" in text or text in KNOWN_AREAS)
+        and (any(separator in text for separator in SEPARATORS) or text in KNOWN_AREAS)
     )
 
 
@@ -460,13 +571,21 @@ def _looks_like_header(text: str) -> bool:
     return len(text) < _MAX_HEADER and not _SENTENCE_END.search(text)
 
 
+def _header_record(source: str, block: _Block) -> BadRecord:
+    """The first paragraph of a text dump taken as the page's header: reported, never dropped silently."""
+    return BadRecord(source, block.line, f"first paragraph {block.text[:60]!r} taken as the dump's header and "
+                                         f"not labeled (if it is an abstract, add a header line above it)",
+                     kind="header")
+
+
 def _parse_text_labeled(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
     """Label line, optional authors block, then the abstract (one or more paragraphs)."""
     source = str(path)
     blocks = _iter_blocks(_read_lines(path))
     block = next(blocks, None)
     if block is not None and not _is_label_line(block):
-        block = next(blocks, None)  # the page header
+        yield _header_record(source, block)
+        block = next(blocks, None)
     while block is not None:
         if not _is_label_line(block):
             yield BadRecord(source, block.line, "text block is not preceded by a label line")
@@ -504,6 +623,7 @@ def _parse_text_unlabeled(path: str | PathLike, labeled: bool | None) -> Iterato
     source = str(path)
     for index, block in enumerate(_iter_blocks(_read_lines(path))):
         if index == 0 and _looks_like_header(block.text):
+            yield _header_record(source, block)
             continue
         yield _make_record(
             source, block.line, block.text, labeled=labeled, missing_label="no label (unlabeled text layout)"
@@ -533,6 +653,8 @@ class LoadSummary:
     duplicates: int = 0
     empty: int = 0
     conflicting_duplicates: int = 0  # duplicates whose label differs from the kept record's
+    headers: int = 0  # first paragraphs of text dumps taken as a header
+    unknown_areas: dict[str, int] = field(default_factory=dict)  # areas outside the known taxonomy
     label_counts: dict[str, int] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
@@ -549,6 +671,13 @@ class LoadSummary:
             report.append(skipped)
         if self.empty:
             report.append(f"skipped {_plural(self.empty, 'empty abstract')}")
+        if self.headers:
+            report.append(f"skipped {_plural(self.headers, 'header paragraph')}")
+        if self.unknown_areas:
+            areas = ", ".join(f"{area!r} ({count:,})" for area, count in list(self.unknown_areas.items())[:5])
+            report.append(f"warning: {_plural(sum(self.unknown_areas.values()), 'record')} in "
+                          f"{_plural(len(self.unknown_areas), 'area')} outside the known taxonomy: {areas} "
+                          f"(check the spelling)")
         if self.label_counts:
             report.append(_plural(len(self.label_counts), "distinct label"))
         return report
@@ -583,6 +712,8 @@ def load_dataset(
             if record is not None:
                 records.append(record)
     summary.kept = len(records)
+    summary.unknown_areas = dict(Counter(r.area for r in records if r.area and not is_known_area(r.area))
+                                 .most_common())
     summary.label_counts = dict(Counter(r.label for r in records if r.label is not None).most_common())
     return records, summary
 
@@ -590,6 +721,9 @@ def load_dataset(
 def _accept(item: Record | BadRecord, summary: LoadSummary, seen: dict[str, str | None]) -> Record | None:
     """The record to keep, or None after counting it as empty or duplicate; invalid is fatal."""
     if isinstance(item, BadRecord):
+        if item.kind == "header":
+            summary.headers += 1
+            return None
         if item.kind != "empty":
             raise IngestError(item.source, item.line, item.reason)
         summary.empty += 1

@@ -151,7 +151,7 @@ def label(
 ) -> None:
     """Label every abstract of the dump(s): one output row per input record, in input order."""
     from papertrack.features.ingest import IngestError
-    from papertrack.serving.labeler import HttpBackend, LocalBackend, label_dumps, partial_path
+    from papertrack.serving.labeler import HttpBackend, LabelError, LocalBackend, label_dumps, partial_path
 
     backend = HttpBackend(url) if url else LocalBackend(model)
     err_console.print(f"Labeling with {backend.description}", soft_wrap=True, markup=False, highlight=False)
@@ -178,11 +178,13 @@ def label(
             result = label_dumps(dumps, output, backend, top_k=top_k, fmt=fmt, errors=errors, resume=resume,
                                  chunk_size=chunk_size, on_start=on_start, on_total=on_total, on_chunk=on_chunk,
                                  notice=_note)
-    except IngestError as exc:
+    except (IngestError, LabelError) as exc:
         _error(f"{exc}")
         if partial_path(output).exists():
-            _note("the rows labeled so far are kept in the .partial file; fix the input and rerun "
+            _note("the rows labeled so far are kept in the .partial file; fix the problem and rerun "
                   "(--resume only if the input is unchanged).")
+        if output.exists():
+            _note(f"{output} is from an earlier run and was left unchanged.")
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         _note("interrupted: the rows written so far are kept; rerun with --resume to continue.")
@@ -193,15 +195,10 @@ def label(
 
 
 def _print_summary(result) -> None:
-    c = result.counters
-    _say(f"{c.inputs:,} input records = {c.rows:,} labeled rows ({result.paths.output}) + "
-         f"{c.errors:,} errors ({result.paths.errors})")
-    resumed = f" (resumed after {result.resumed_from:,})" if result.resumed_from else ""
-    _say(f"{result.seconds:.2f} s, {result.rate:,.0f} abstracts/s{resumed}")
-    if c.labeled:
-        unknown = f"; {c.unknown_labels:,} given labels are not in the model's label set" if c.unknown_labels else ""
-        _say(f"{c.labeled:,} inputs had a label: top-1 {c.top1 / c.labeled:.3f}, "
-             f"top-3 {c.top3 / c.labeled:.3f}{unknown}")
+    from papertrack.serving.labeler import summary_lines
+
+    for line in summary_lines(result):
+        _say(line)
 
 
 def add_commands(app: typer.Typer) -> None:

@@ -156,14 +156,14 @@ def test_labeling_streams_in_chunks(backend, tmp_path, monkeypatch):
     path.write_text("".join(json.dumps({"id": f"r{i}", "abstract": f"abstract number {i} about kernels"}) + "\n"
                             for i in range(1000)), encoding="utf-8")
     pulled = {"n": 0}
-    real_iter = labeler.iter_records
+    real_iter = labeler.run.iter_records
 
     def counting(*args, **kwargs):
         for item in real_iter(*args, **kwargs):
             pulled["n"] += 1
             yield item
 
-    monkeypatch.setattr(labeler, "iter_records", counting)
+    monkeypatch.setattr(labeler.run, "iter_records", counting)
     sizes, ahead = [], []
     real_label = backend.label
 
@@ -308,3 +308,64 @@ def test_missing_champion_exit_code(dump, tmp_path):
     assert result.exit_code == 1 and "papertrack train" in flat(result.output)
     result = run_cli(str(dump), "-o", str(tmp_path / "o.jsonl"), "--url", "http://127.0.0.1:9")
     assert result.exit_code == 1 and "papertrack serve" in flat(result.output)
+
+
+# --------------------------------------------------------------------------- hostile edges (issue 13)
+
+
+def test_output_or_errors_file_that_is_an_input_is_refused_and_the_input_kept(dump, tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(dump.read_bytes())
+    before = source.read_bytes()
+    result = run_cli(str(source), "-o", str(source))
+    assert result.exit_code == 2 and "would destroy it" in flat(result.output)
+    result = run_cli(str(source), "-o", str(tmp_path / "out.jsonl"), "--errors", str(source))
+    assert result.exit_code == 2 and "errors file" in flat(result.output)
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(source)
+    result = run_cli(str(link), "-o", str(source))
+    assert result.exit_code == 2
+    assert source.read_bytes() == before and not (tmp_path / "out.jsonl").exists()
+
+
+def test_unwritable_output_is_a_clear_error_not_a_traceback(dump, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = run_cli(str(dump), "-o", str(blocker / "out.jsonl"))
+    assert result.exit_code == 2 and "cannot write" in flat(result.output)
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_early_fatal_error_leaves_no_partial_files_beside_an_older_output(dump, tmp_path):
+    out = tmp_path / "o.jsonl"
+    assert run_cli(str(dump), "-o", str(out)).exit_code == 0
+    older = out.read_bytes()
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(b'{"abstract": "fine enough abstract"}\n{"abstract": "caf\xe9"}\n')
+    result = run_cli(str(broken), "-o", str(out))
+    assert result.exit_code == 2 and "not valid UTF-8" in flat(result.output)
+    assert "from an earlier run and was left unchanged" in flat(result.output)
+    assert out.read_bytes() == older
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.jsonl", "o.errors.jsonl", "o.jsonl"]
+
+
+def test_duplicate_ids_are_counted_and_warned(tmp_path, backend):
+    path = tmp_path / "dups.jsonl"
+    path.write_text("".join(json.dumps({"id": f"p{i % 4}", "abstract": f"abstract {i} about graph kernels"}) + "\n"
+                            for i in range(10)), encoding="utf-8")
+    result = run_cli(str(path), "-o", str(tmp_path / "d.jsonl"), "--chunk-size", "3")
+    assert result.exit_code == 0
+    assert "warning: 6 records have the id of an earlier record" in flat(result.output)
+    assert len(read_jsonl(tmp_path / "d.jsonl")) == 10
+
+
+def test_over_long_abstract_is_an_error_row_locally_as_over_http(tmp_path, backend):
+    from papertrack.serving import labeler
+
+    path = tmp_path / "long.jsonl"
+    path.write_text(json.dumps({"id": "long", "abstract": "graph " * 4000}) + "\n"
+                    + json.dumps({"id": "ok", "abstract": "a graph neural network paper"}) + "\n", encoding="utf-8")
+    result = labeler.label_dumps([path], tmp_path / "l.jsonl", backend)
+    assert (result.counters.rows, result.counters.errors) == (1, 1)
+    (error,) = read_jsonl(tmp_path / "l.errors.jsonl")
+    assert error["id"] == "long" and error["kind"] == "rejected" and "at most 20,000" in error["reason"]

@@ -1,0 +1,20 @@
+"""Batch labeling: every record of one or more dumps -> one output row (JSONL or CSV), in input order.
+
+Modules, each owning one concern:
+
+* :mod:`.backends` — where answers come from: ``LocalBackend`` (the registered model in this process)
+  or ``HttpBackend`` (a running service's ``/predict_batch``);
+* :mod:`.rows` — the output rows, built from the model's ``Answer`` (JSONL/CSV, error rows);
+* :mod:`.checkpoint` — ``OUT.partial``, the checkpoint, ``--resume`` and the final rename;
+* :mod:`.summary` — what a run counts and the end-of-run summary;
+* :mod:`.run` — ``label_dumps``: the loop that reads, labels in chunks, writes and checkpoints.
+"""
+
+from papertrack.serving.labeler.backends import Backend, HttpBackend, LocalBackend
+from papertrack.serving.labeler.checkpoint import partial_path
+from papertrack.serving.labeler.errors import LabelError, ModelMissing
+from papertrack.serving.labeler.run import LabelResult, label_dumps
+from papertrack.serving.labeler.summary import Counters, summary_lines
+
+__all__ = ["Backend", "Counters", "HttpBackend", "LabelError", "LabelResult", "LocalBackend", "ModelMissing",
+           "label_dumps", "partial_path", "summary_lines"]

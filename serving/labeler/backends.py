@@ -1,0 +1,173 @@
+"""Where answers come from: the registered model in this process, or a running papertrack service.
+
+A backend has ``label(records, k) -> list[Answer | str]`` (one answer per record, in order; a string is
+the reason a record was rejected), ``labels``/``n_labels`` (the model's label set), ``identity`` (what a
+resumed run must still use), ``description`` (for the log line) and ``close()``. Both backends answer
+with :meth:`TrackPredictor.predict`'s :class:`~papertrack.models.card.Answer` — locally by calling it,
+over HTTP through ``/predict_batch`` (which calls it) — so the rows do not depend on the backend.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from papertrack.features.ingest import Record
+from papertrack.serving.labeler.errors import LabelError, ModelMissing
+
+if TYPE_CHECKING:
+    from papertrack.models.card import Answer
+
+
+class Backend(Protocol):
+    labels: frozenset[str]
+    n_labels: int
+    identity: dict
+    description: str
+
+    def label(self, records: Sequence[Record], k: int) -> list[Answer | str]: ...
+
+    def close(self) -> None: ...
+
+
+def over_limits(record: Record) -> str | None:
+    """Why the model does not take this record (an abstract or title over the service's limits), else None.
+
+    Applied by every backend, so labeling locally and through ``--url`` give the same rows and errors.
+    """
+    from papertrack.serving.schemas import MAX_ABSTRACT_CHARS, MAX_TITLE_CHARS
+
+    if len(record.abstract) > MAX_ABSTRACT_CHARS:
+        return f"abstract has {len(record.abstract):,} characters; at most {MAX_ABSTRACT_CHARS:,} are accepted"
+    if record.title and len(record.title) > MAX_TITLE_CHARS:
+        return f"title has {len(record.title):,} characters; at most {MAX_TITLE_CHARS:,} are accepted"
+    return None
+
+
+class LocalBackend:
+    """The registered pyfunc's TrackPredictor, in this process."""
+
+    def __init__(self, model_uri: str):
+        from mlflow.exceptions import MlflowException
+
+        from papertrack import store
+        from papertrack.models.artifact import load_predictor
+        from papertrack.serving.store import TRAIN_HINT
+
+        tracking_uri = store.configure()
+        try:
+            self.predictor, _ = load_predictor(model_uri)
+        except MlflowException as exc:
+            raise ModelMissing(f"cannot load {model_uri} from {tracking_uri}: {_first_line(exc)}. "
+                               f"{TRAIN_HINT} (or pass --model).") from None
+        self.labels = frozenset(self.predictor.space.labels)
+        self.n_labels = self.predictor.space.n_labels
+        card = self.predictor.card
+        # what a resumed run must still use: the same trained model (rows do not depend on local vs --url)
+        self.identity = card.identity()
+        self.description = f"{model_uri} ({card.short()})"
+
+    def label(self, records: Sequence[Record], k: int) -> list[Answer | str]:
+        answers: list[Answer | str | None] = [over_limits(r) for r in records]
+        good = [i for i, answer in enumerate(answers) if answer is None]
+        if good:
+            predicted = self.predictor.predict([records[i].abstract for i in good], [records[i].title for i in good], k)
+            for i, answer in zip(good, predicted):
+                answers[i] = answer
+        return answers  # type: ignore[return-value]
+
+    def close(self) -> None:
+        pass
+
+
+class HttpBackend:
+    """A running papertrack service: ``POST /predict_batch`` in requests of at most ``batch`` papers."""
+
+    def __init__(self, url: str, batch: int = 500, timeout: float = 120.0, retries: int = 3, in_flight: int = 2):
+        from concurrent.futures import ThreadPoolExecutor
+
+        import httpx
+
+        from papertrack.serving import schemas
+
+        self.url = url.rstrip("/")
+        self.batch = min(batch, schemas.MAX_BATCH)
+        self.retries = retries
+        self.pool = ThreadPoolExecutor(max_workers=in_flight)  # requests in flight: keeps several workers busy
+        self.client = httpx.Client(base_url=self.url, timeout=timeout)
+        try:
+            response = self.client.get("/metadata")
+        except httpx.HTTPError as exc:
+            raise ModelMissing(f"cannot reach the papertrack service at {self.url} ({exc}). "
+                               f"Start it with `papertrack serve`.") from None
+        if response.status_code != 200:
+            raise ModelMissing(f"{self.url}/metadata answered {response.status_code}: {response.text[:200]}")
+        meta = response.json()
+        self.labels = frozenset(meta["labels"])
+        self.n_labels = int(meta["n_labels"])
+        model = meta["model"]
+        self.identity = {"run_id": model.get("run_id"), "data_digest": meta.get("data_digest"),
+                         "candidate": meta.get("candidate")}
+        self.description = f"{self.url} (model {model.get('name')} v{model.get('version')}, run {model.get('run_id', '')[:8]})"
+
+    def label(self, records: Sequence[Record], k: int) -> list[Answer | str]:
+        answers: list[Answer | str | None] = [None] * len(records)
+        sendable = []
+        for i, record in enumerate(records):
+            answers[i] = over_limits(record)
+            if answers[i] is None:
+                sendable.append(i)
+        parts = [sendable[start:start + self.batch] for start in range(0, len(sendable), self.batch)]
+        sent = [self.pool.submit(self._send, [records[i] for i in part], k) for part in parts]
+        for part, future in zip(parts, sent):
+            for i, answer in zip(part, future.result()):
+                answers[i] = answer
+        return answers  # type: ignore[return-value]
+
+    def _send(self, records: Sequence[Record], k: int) -> list[Answer | str]:
+        body = {"papers": [{"abstract": r.abstract, "title": r.title} for r in records], "top_k": k}
+        response = self._post(body)
+        if response.status_code == 200:
+            return response.json()["results"]
+        if 400 <= response.status_code < 500 and len(records) > 1:
+            # isolate the paper(s) the service rejects; the others are labeled
+            return [answer for r in records for answer in self._send([r], k)]
+        if 400 <= response.status_code < 500:
+            return [f"rejected by the service ({response.status_code}): {_error_text(response)}"]
+        raise LabelError(f"the service at {self.url} answered {response.status_code}: {_error_text(response)}")
+
+    def _post(self, body: dict):
+        import httpx
+
+        for attempt in range(self.retries + 1):
+            try:
+                response = self.client.post("/predict_batch", json=body)
+            except httpx.HTTPError as exc:
+                error = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.status_code < 500:
+                    return response
+                error = f"{response.status_code}: {_error_text(response)}"
+            if attempt < self.retries:
+                time.sleep(0.5 * 2 ** attempt)
+        raise LabelError(f"the service at {self.url} failed {self.retries + 1} times ({error}); "
+                         f"rerun with --resume once it is back")
+
+    def close(self) -> None:
+        self.pool.shutdown(cancel_futures=True)
+        self.client.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _error_text(response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        return response.text[:300]
+    if isinstance(data, dict) and "error" in data:
+        return str(data["error"])
+    return str(data)[:300]

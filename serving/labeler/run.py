@@ -1,0 +1,220 @@
+"""The labeling run: every record of one or more dumps -> one output row, in input order.
+
+Records stream from :func:`iter_records` and are labeled in chunks by a backend (one vectorised
+``TrackPredictor.predict`` per chunk, or ``/predict_batch`` requests), so memory does not grow with
+the dump. A record that cannot be labeled (a ``BadRecord`` from ingestion, or one the backend rejects)
+goes to the errors file with its reason, and ``inputs == rows + errors`` is checked. After every chunk
+the run is checkpointed (:mod:`.checkpoint`), so ``resume`` continues it exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from papertrack.features.ingest import BadRecord, IngestError, Record, detect_format, iter_records, open_input
+from papertrack.serving.labeler import checkpoint
+from papertrack.serving.labeler.checkpoint import Paths, default_errors_path, fingerprint
+from papertrack.serving.labeler.errors import LabelError
+from papertrack.serving.labeler.rows import OUTPUT_FORMATS, RowFormat, error_rows
+from papertrack.serving.labeler.summary import SUMMARY_K, Counters
+
+DEFAULT_CHUNK = 2_000
+
+Labeled = tuple[Record, Mapping[str, Any]]  # a record and the model's answer for it
+
+
+@dataclass
+class LabelResult:
+    counters: Counters
+    paths: Paths
+    seconds: float
+    resumed_from: int = 0
+    files: list[str] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        done = self.counters.inputs - self.resumed_from
+        return done / self.seconds if self.seconds > 0 else 0.0
+
+
+def output_kind(output: Path) -> str:
+    kind = OUTPUT_FORMATS.get(output.suffix.lower())
+    if kind is None:
+        raise LabelError(f"{output}: the output must end in .jsonl or .csv")
+    return kind
+
+
+def label_dumps(inputs: Sequence[Path], output: Path, backend, *, top_k: int = 3, fmt: str | None = None,
+                errors: Path | None = None, resume: bool = False, chunk_size: int = DEFAULT_CHUNK,
+                on_start: Callable[[int], None] | None = None,
+                on_total: Callable[[int], None] | None = None,
+                on_chunk: Callable[[int, int], None] | None = None,
+                on_rows: Callable[[list[Labeled]], None] | None = None,
+                notice: Callable[[str], None] = lambda message: None) -> LabelResult:
+    """Label every record of ``inputs`` into ``output`` (see the module doc). Raises IngestError/LabelError.
+
+    Progress callbacks: ``on_start(records already done)``, ``on_total(input lines)`` (from a thread, when the
+    inputs have been counted), ``on_chunk(records in the chunk, input lines read so far)``,
+    ``on_rows(the chunk's labeled records with their answers)`` (e.g. to build a report of the run).
+    """
+    started = time.perf_counter()
+    inputs = [Path(p) for p in inputs]
+    if not inputs:
+        raise LabelError("no input file")
+    kind = output_kind(output)
+    if not 1 <= top_k <= backend.n_labels:
+        raise LabelError(f"--top-k must be between 1 and {backend.n_labels} (the number of labels), got {top_k}")
+    if chunk_size < 1:
+        raise LabelError("--chunk-size must be at least 1")
+    paths = Paths(output, errors or default_errors_path(output))
+    if paths.errors.resolve() == paths.output.resolve():
+        raise LabelError("the errors file must differ from the output file")
+    checkpoint.refuse_overwriting_inputs(paths, inputs)
+    formats = [detect_format(p, fmt) for p in inputs]  # IngestError for a missing/empty/unknown file, up front
+    settings = {"version": checkpoint.VERSION, "inputs": fingerprint(inputs), "formats": formats,
+                "output": str(paths.output.resolve()), "errors": str(paths.errors.resolve()), "kind": kind,
+                "top_k": top_k, "model": backend.identity}
+    rows = RowFormat(kind, top_k)
+    k = min(max(top_k, SUMMARY_K), backend.n_labels)
+
+    state = checkpoint.load(paths, settings, notice) if resume else None
+    counters = Counters(**state["counters"]) if state else Counters()
+    skip = counters.inputs
+    if state is not None and state.get("complete"):
+        checkpoint.finalize(paths)
+        return LabelResult(counters, paths, time.perf_counter() - started, skip, [str(p) for p in inputs])
+    if state is None:
+        checkpoint.start_fresh(paths, rows.header(), notice)
+    out = checkpoint.open_partial(paths.partial)
+    err = checkpoint.open_partial(paths.errors_partial)
+    ids = _SeenIds()
+    try:
+        if state is not None:  # drop whatever was written after the last checkpoint (a torn chunk)
+            out.truncate(state["output_bytes"])
+            err.truncate(state["errors_bytes"])
+        out.seek(0, os.SEEK_END)
+        err.seek(0, os.SEEK_END)
+        if state is None:
+            checkpoint.save(paths, settings, counters, out, err)  # resumable from the very first chunk
+        if on_start is not None:
+            on_start(skip)
+        if on_total is not None and "json" not in formats:  # a JSON array's "line" is an index, not a line
+            # counted in a thread while labeling runs (gzip decompression releases the GIL)
+            threading.Thread(target=lambda: on_total(sum(_count_lines(p) for p in inputs)), daemon=True).start()
+        stream = _numbered(inputs, formats)
+        for _ in range(skip):  # the records an interrupted run already wrote (their ids: for duplicates)
+            done = next(stream, None)
+            if done is None:
+                raise LabelError(f"the input has fewer records than the checkpoint says were done ({skip:,})")
+            ids.seen(done[0])
+        for chunk in _chunks(stream, chunk_size):
+            items = [item for item, _ in chunk]
+            counters.duplicate_ids += sum(ids.seen(item) for item in items)
+            labeled, failed = _label_chunk(items, backend, k)
+            for record, answer in labeled:
+                counters.add(record, answer, backend.labels)
+            counters.inputs += len(chunk)
+            counters.rows += len(labeled)
+            counters.errors += len(failed)
+            checkpoint.write(paths.partial, out, rows.rows(labeled))
+            checkpoint.write(paths.errors_partial, err, error_rows(failed))
+            checkpoint.save(paths, settings, counters, out, err)
+            if on_rows is not None:
+                on_rows(labeled)
+            if on_chunk is not None:
+                on_chunk(len(chunk), chunk[-1][1])
+        if counters.inputs != counters.rows + counters.errors:  # pragma: no cover - a bug, never data
+            raise LabelError(f"count mismatch: {counters.inputs} inputs != {counters.rows} rows + {counters.errors} errors")
+        checkpoint.save(paths, settings, counters, out, err, complete=True)
+    except BaseException:
+        out.close()
+        err.close()
+        if counters.inputs == 0 and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+            checkpoint.discard(paths)  # failed before any record was done: nothing worth resuming
+        raise
+    out.close()
+    err.close()
+    checkpoint.finalize(paths)
+    return LabelResult(counters, paths, time.perf_counter() - started, skip, [str(p) for p in inputs])
+
+
+class _SeenIds:
+    """Which record ids were already seen (as 8-byte hashes, so memory stays small for big dumps)."""
+
+    def __init__(self):
+        self._hashes: set[int] = set()
+
+    def seen(self, item: Record | BadRecord) -> bool:
+        """Remember ``item``'s id; True when an earlier record had the same id."""
+        if not isinstance(item, Record):
+            return False
+        key = int.from_bytes(hashlib.blake2b(item.id.encode("utf-8"), digest_size=8).digest(), "little")
+        if key in self._hashes:
+            return True
+        self._hashes.add(key)
+        return False
+
+
+def _label_chunk(items: Sequence[Record | BadRecord], backend, k: int
+                 ) -> tuple[list[Labeled], list[tuple[Record | BadRecord, str, str]]]:
+    """One backend call for the chunk's usable records: (labeled records, failed items with kind and reason)."""
+    good = [item for item in items if isinstance(item, Record)]
+    results = backend.label(good, k) if good else []
+    if len(results) != len(good):  # pragma: no cover - a backend bug, never data
+        raise LabelError(f"the model answered {len(results)} results for {len(good)} records")
+    answers = iter(results)
+    labeled, failed = [], []
+    for item in items:
+        if isinstance(item, BadRecord):
+            failed.append((item, item.kind, item.reason))
+            continue
+        answer = next(answers)
+        if isinstance(answer, str):
+            failed.append((item, "rejected", answer))
+        else:
+            labeled.append((item, answer))
+    return labeled, failed
+
+
+def _numbered(inputs: Sequence[Path], formats: Sequence[str]) -> Iterator[tuple[Record | BadRecord, int]]:
+    """Every item of every input, with about how many input lines were read so far (for progress/ETA)."""
+    offset = 0
+    for path, fmt in zip(inputs, formats):
+        line = 0
+        for item in iter_records(path, fmt, labeled=None):
+            line = item.line
+            yield item, offset + line
+        offset += line
+
+
+def _chunks(stream: Iterator, size: int) -> Iterator[list]:
+    chunk = []
+    for item in stream:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _count_lines(path: Path) -> int:
+    """Lines of a (possibly gzipped) file, read in blocks — for the progress bar's total."""
+    lines, last = 0, b"\n"
+    try:
+        with open_input(path) as stream:
+            while block := stream.read(1 << 20):
+                lines += block.count(b"\n")
+                last = block[-1:]
+    except (IngestError, OSError, EOFError, zlib.error):
+        pass  # only a progress total: iter_records reports the broken file with its line
+    return lines + (last != b"\n")
