@@ -68,7 +68,7 @@ def _violations(files, layer: str) -> list[str]:
 
 @pytest.mark.parametrize("layer", LAYERS)
 def test_imports_point_one_way(layer):
-    violations = _violations(sorted((ROOT / layer).glob("*.py")), layer)
+    violations = _violations(sorted((ROOT / layer).rglob("*.py")), layer)
     assert not violations, "imports against the arrows:\n" + "\n".join(violations)
 
 
