@@ -1,0 +1,83 @@
+"""The drift report at the end of ``papertrack label``: how the labeled dump differs from the training data.
+
+Computed after the run from the finished output (each row's top track, its probability and the top
+area) and the input abstracts (for the vocabulary share), so it covers resumed runs exactly and adds
+nothing to the labeling loop. The numbers are :func:`papertrack.models.drift.drift_report`'s; they are
+printed and written beside the output as ``OUT.drift.json``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
+from pathlib import Path
+
+from papertrack.features.ingest import Record, iter_records
+from papertrack.features.text import model_text
+from papertrack.models.drift import DumpStats, TrainingProfile, analyzer, drift_report, summary_lines
+
+CHUNK = 5_000
+
+
+def drift_path(output: Path) -> Path:
+    name = output.name
+    for suffix in (".jsonl", ".ndjson", ".csv"):
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return output.with_name(name + ".drift.json")
+
+
+def _top_of_rows(output: Path) -> Iterator[tuple[str, float, str]]:
+    """(top label, its probability, top area) of every row of a labeling output (.jsonl or .csv)."""
+    with open(output, encoding="utf-8", newline="") as f:
+        if output.suffix.lower() == ".csv":
+            for row in csv.DictReader(f):
+                yield row["track_1"], float(row["probability_1"]), row["area"]
+        else:
+            for line in f:
+                if line.strip():
+                    row = json.loads(line)
+                    yield row["tracks"][0]["label"], float(row["tracks"][0]["probability"]), row["area"]
+
+
+def _texts(inputs: Sequence[Path], formats: Sequence[str | None], use_title: bool) -> Iterator[str]:
+    for path, fmt in zip(inputs, formats):
+        for item in iter_records(path, fmt, labeled=None):
+            if isinstance(item, Record):
+                yield model_text(item.abstract, item.title, use_title)
+
+
+def output_drift(output: Path, inputs: Sequence[Path], profile: TrainingProfile, *, fmt: str | None = None,
+                 use_title: bool = False) -> dict:
+    """The drift report of a finished labeling output and its inputs."""
+    stats = DumpStats.for_profile(profile)
+    tokenize = analyzer()
+    rows = _top_of_rows(output)
+    while chunk := list(islice(rows, CHUNK)):
+        stats.add(profile, [r[0] for r in chunk], [r[1] for r in chunk], [r[2] for r in chunk])
+    texts = _texts(inputs, [fmt] * len(inputs), use_title)
+    while chunk := list(islice(texts, CHUNK)):
+        stats.add(profile, [], [], [], chunk, tokenize)
+    return drift_report(stats, profile)
+
+
+def report_run(predictor, output: Path, inputs: Sequence[Path], *, fmt: str | None = None,
+               say: Callable[[str], None] = print, note: Callable[[str], None] = print) -> dict | None:
+    """Print the drift report of a finished run and write it to ``OUT.drift.json``; None (with a note)
+    when the model carries no training profile (trained before drift reports, or labeling via --url)."""
+    profile = getattr(predictor, "training_profile", None) if predictor is not None else None
+    if profile is None:
+        why = ("labeling through a service" if predictor is None
+               else "the model was trained before drift reports existed; retrain it to get one")
+        note(f"no drift report ({why})")
+        return None
+    report = output_drift(output, inputs, profile, fmt=fmt, use_title=bool(getattr(predictor, "use_title", False)))
+    path = drift_path(output)
+    path.write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    for line in summary_lines(report):
+        say(line)
+    say(f"drift report: {path}")
+    return report
