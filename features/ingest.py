@@ -255,10 +255,11 @@ def _looks_like_json_lines(text: str) -> bool:
 
 
 def _classify_text(head: list[str]) -> str:
-    """Return "text-labeled" when one of the first blocks is a label line followed by authors."""
+    """Return "text-labeled" when one of the first blocks is a label line followed by authors, or a label
+    line under comment lines (as ``papertrack suggest`` writes it, authors or not)."""
     blocks = list(_iter_blocks(enumerate(head, start=1), comments=True))[:_DETECT_BLOCKS + 1]
     for block, following in zip(blocks, blocks[1:]):
-        if _is_label_line(block) and _looks_like_authors(following.text):
+        if _is_label_line(block) and (_looks_like_authors(following.text) or block.comments):
             return "text-labeled"
     return "text-unlabeled"
 
@@ -656,7 +657,10 @@ def _labeled_text_record(
     """The record for one label line and the blocks after it (the authors block kept apart)."""
     authors = None
     if body and _looks_like_authors(body[0].text):
-        authors, body = body[0].text, body[1:]
+        # the et-al marker ("等" or "et al.") is kept, in one spelling: "et al."
+        authors = _AUTHORS_MARKER.sub(" et al.", body[0].text) if _AUTHORS_MARKER.search(body[0].text) \
+            else body[0].text
+        body = body[1:]
     if not body:
         return BadRecord(source, label.line, f"label block {label.text!r} has no abstract")
     abstract = " ".join(block.text for block in body)

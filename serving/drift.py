@@ -81,3 +81,40 @@ def report_run(predictor, output: Path, inputs: Sequence[Path], *, fmt: str | No
         say(line)
     say(f"drift report: {path}")
     return report
+
+
+# --------------------------------------------------------------------------- the service's POST /drift
+
+
+def batch_report(predictor, abstracts: Sequence[str], titles: Sequence[str | None]) -> dict:
+    """The drift report of one batch of papers (``POST /drift``): the same numbers as ``papertrack label``'s.
+    ``NoProfile`` when the model carries no training profile."""
+    profile = getattr(predictor, "training_profile", None)
+    if profile is None:
+        raise NoProfile("the served model carries no training profile (trained before drift reports existed); "
+                        "retrain it with `papertrack train` to get drift reports")
+    stats = DumpStats.for_profile(profile)
+    answers = predictor.predict(abstracts, titles, 1)
+    texts = [model_text(a, t, predictor.use_title) for a, t in zip(abstracts, titles)]
+    stats.add_answers(profile, answers, texts)
+    return drift_report(stats, profile)
+
+
+class NoProfile(Exception):
+    """The model has no training profile to compare a dump with."""
+
+
+def request_schema():
+    """Body of ``POST /drift``: ``{"papers": [{"abstract": ..., "title": ...}, ...]}`` (as /predict_batch)."""
+    from typing import Annotated
+
+    from pydantic import BaseModel, ConfigDict, Field
+
+    from papertrack.serving import schemas
+
+    class DriftRequest(BaseModel):
+        model_config = ConfigDict(strict=True, extra="forbid")
+        papers: Annotated[list[schemas.Paper], Field(min_length=1, max_length=schemas.MAX_BATCH,
+                                                     description=f"1 to {schemas.MAX_BATCH:,} papers.")]
+
+    return DriftRequest

@@ -113,7 +113,8 @@ def test_text_output_round_trips_with_labels_authors_and_the_marker(model, dump,
     for record in records:
         pick = by_id[record.id]  # same abstract, same id
         assert record.abstract == pick.record.abstract
-        assert record.authors == pick.record.authors and record.authors.startswith("Ada Lovelace")
+        assert record.authors == pick.record.authors == f"Ada Lovelace, {record.authors.split(', ')[1]}"
+        assert record.authors.endswith(" et al.")  # "等" in the dump, one spelling in records
         assert record.label == pick.guess == pick.tracks[0]["label"]
         assert record.suggested
 
@@ -213,3 +214,20 @@ def test_train_leaves_untouched_guesses_out_unless_accepted(trained, tmp_path):
     assert summary.suggested == 3 and summary.duplicates == 0
     kept, summary = load_dataset([out, trained["data"]], accept_suggested=True)
     assert summary.suggested == 3 and summary.duplicates == 3
+
+
+def test_picks_without_authors_are_still_read_as_a_labeled_dump(model, tmp_path):
+    """An unlabeled dump has no authors lines: the comments above the label lines tell the layout."""
+    rng = np.random.default_rng(2)
+    dump = tmp_path / "unlabeled.txt"
+    dump.write_text("New papers\n\n" + "\n\n".join(paper(w.split(), rng) for w in TOPICS.values()) + "\n",
+                    encoding="utf-8")
+    picks = suggest(model, read_pool([dump]).records, 3, "diverse")
+    out = write_suggestions(tmp_path / "picks.txt", picks, strategy="diverse", model="test")
+    lines = out.read_text(encoding="utf-8").splitlines()
+    records = list(iter_records(out))
+    assert [r.label for r in records] == [p.guess for p in picks] and all(r.suggested for r in records)
+    # with every marker deleted (all guesses checked), the "# top-3:" comments still tell the layout
+    out.write_text("\n".join(l for l in lines if not l.startswith(SUGGESTED_MARKER)) + "\n", encoding="utf-8")
+    kept, summary = load_dataset(out)
+    assert [r.label for r in kept] == [p.guess for p in picks] and summary.suggested == 0
