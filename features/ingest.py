@@ -9,6 +9,13 @@ abstract per paragraph).  Every layout may be gzip-compressed, start with a UTF-
   ``IngestError`` (always with the path, and the line when there is one).
 * ``load_dataset`` is the strict reader for training: invalid records are fatal, empty abstracts
   and duplicates are skipped and counted in a ``LoadSummary``.
+
+Model-suggested labels (written by ``papertrack suggest``): a record whose label is still the model's
+own guess is ``Record.suggested``; ``load_dataset`` leaves such records out of training (counted)
+unless ``accept_suggested``. In the text layouts a line starting with ``#`` and a space is a comment;
+the comment ``# model-suggested: <label>`` above a label line records the guess. In JSON/CSV the
+field ``model_suggested`` does. Either way the record counts as suggested only while its label still
+equals the guess: a person who edits the label, or deletes the marker, makes it a human label.
 """
 
 from __future__ import annotations
@@ -48,6 +55,9 @@ _TOO_DEEP = "JSON nested too deeply (more than about 1,000 levels)"
 # A CSV field may hold a whole (long) abstract: the csv module's default limit (131,072 characters)
 # would abort the whole file at one long field. Over-long abstracts are reported per record instead.
 csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))
+_COMMENT_LINE = re.compile(r"#(?:\s|$)")  # at column 0: "# note", not "#1 on the leaderboard"
+SUGGESTED_MARKER = "# model-suggested:"  # the comment naming the model's guess above a label line
+SUGGESTED_FIELD = "model_suggested"  # the same in JSON/CSV
 
 
 class IngestError(PapertrackError):
@@ -73,6 +83,8 @@ class Record:
     subarea: str | None
     source: str
     line: int
+    authors: str | None = None
+    suggested: bool = False  # the label is still the model's guess (see the module doc)
 
 
 @dataclass(frozen=True)
@@ -243,10 +255,11 @@ def _looks_like_json_lines(text: str) -> bool:
 
 
 def _classify_text(head: list[str]) -> str:
-    """Return "text-labeled" when one of the first blocks is a label line followed by authors."""
-    blocks = list(_iter_blocks(enumerate(head, start=1)))[:_DETECT_BLOCKS + 1]
+    """Return "text-labeled" when one of the first blocks is a label line followed by authors, or a label
+    line under comment lines (as ``papertrack suggest`` writes it, authors or not)."""
+    blocks = list(_iter_blocks(enumerate(head, start=1), comments=True))[:_DETECT_BLOCKS + 1]
     for block, following in zip(blocks, blocks[1:]):
-        if _is_label_line(block) and _looks_like_authors(following.text):
+        if _is_label_line(block) and (_looks_like_authors(following.text) or block.comments):
             return "text-labeled"
     return "text-unlabeled"
 
@@ -279,6 +292,8 @@ def _make_record(
     label: str | None = None,
     title: str | None = None,
     record_id: str | None = None,
+    authors: str | None = None,
+    guess: str | None = None,
 ) -> Record | BadRecord:
     """Build a ``Record`` from raw field values, or the ``BadRecord`` saying why it is unusable."""
     abstract = normalise_text(abstract)
@@ -296,7 +311,18 @@ def _make_record(
     elif labeled:
         return BadRecord(source, line, missing_label, record_id)
     canonical = format_label(area, subarea) if area else None
-    return Record(record_id or make_id(abstract), abstract, title, canonical, area, subarea, source, line)
+    return Record(record_id or make_id(abstract), abstract, title, canonical, area, subarea, source, line,
+                  authors=authors, suggested=canonical is not None and _same_label(guess, canonical))
+
+
+def _same_label(guess: str | None, canonical: str) -> bool:
+    """True when ``guess`` (the model's suggestion, as written) is the label ``canonical``."""
+    if not guess:
+        return False
+    try:
+        return format_label(*normalise_label(guess)) == canonical
+    except ValueError:
+        return False
 
 
 # --------------------------------------------------------------------------- JSON and CSV
@@ -352,6 +378,7 @@ def _record_from_mapping(
         label = None if labeled is False else _label_text(fields)
     except ValueError as exc:
         return BadRecord(source, line, str(exc), record_id)
+    guess = fields.get(SUGGESTED_FIELD)
     return _make_record(
         source,
         line,
@@ -361,7 +388,16 @@ def _record_from_mapping(
         label=label,
         title=_optional_text(fields.get("title")),
         record_id=record_id,
+        authors=_authors_text(fields.get("authors")),
+        guess=guess if isinstance(guess, str) else None,
     )
+
+
+def _authors_text(value: object) -> str | None:
+    """An 'authors' field (a list of names or one string) as one comma-separated line, None when empty."""
+    if isinstance(value, list):
+        value = ", ".join(normalise_text(str(name)) for name in value if str(name).strip())
+    return _optional_text(value) if isinstance(value, str) else None
 
 
 def _record_from_value(value: object, source: str, line: int, labeled: bool | None) -> Record | BadRecord:
@@ -519,26 +555,35 @@ def _csv_columns(path: str | PathLike, line: int, header: list[str]) -> list[str
 
 
 class _Block(NamedTuple):
-    """A run of non-blank lines: where it starts, its lines joined by spaces, how many lines."""
+    """A run of non-blank lines: where it starts, its lines joined by spaces, how many lines, and the
+    comment lines just above it or inside it (only when comments are recognised)."""
 
     line: int
     text: str
     lines: int
+    comments: tuple[str, ...] = ()
 
 
-def _iter_blocks(lines: Iterable[tuple[int, str]]) -> Iterator[_Block]:
-    """Group numbered lines into blocks separated by blank (whitespace-only) lines."""
-    start, parts = 0, []
+def _iter_blocks(lines: Iterable[tuple[int, str]], comments: bool = False) -> Iterator[_Block]:
+    """Group numbered lines into blocks separated by blank (whitespace-only) lines.
+
+    With ``comments``, a line starting with ``#`` and a space is a comment: it is neither content nor
+    a separator, and belongs to the block that follows it (or that it interrupts).
+    """
+    start, parts, notes = 0, [], []
     for lineno, text in lines:
+        if comments and _COMMENT_LINE.match(text):
+            notes.append(text.strip())
+            continue
         stripped = text.strip()
         if stripped:
             start = start if parts else lineno
             parts.append(stripped)
         elif parts:
-            yield _Block(start, " ".join(parts), len(parts))
-            parts = []
+            yield _Block(start, " ".join(parts), len(parts), tuple(notes))
+            parts, notes = [], []
     if parts:
-        yield _Block(start, " ".join(parts), len(parts))
+        yield _Block(start, " ".join(parts), len(parts), tuple(notes))
 
 
 def _is_label_line(block: _Block) -> bool:
@@ -579,9 +624,9 @@ def _header_record(source: str, block: _Block) -> BadRecord:
 
 
 def _parse_text_labeled(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
-    """Label line, optional authors block, then the abstract (one or more paragraphs)."""
+    """Label line, optional authors block, then the abstract (one or more paragraphs); ``#`` comments."""
     source = str(path)
-    blocks = _iter_blocks(_read_lines(path))
+    blocks = _iter_blocks(_read_lines(path), comments=True)
     block = next(blocks, None)
     if block is not None and not _is_label_line(block):
         yield _header_record(source, block)
@@ -609,13 +654,19 @@ def _take_until_label(blocks: Iterator[_Block]) -> tuple[list[_Block], _Block | 
 def _labeled_text_record(
     source: str, label: _Block, body: list[_Block], labeled: bool | None
 ) -> Record | BadRecord:
-    """The record for one label line and the blocks after it (authors block dropped)."""
+    """The record for one label line and the blocks after it (the authors block kept apart)."""
+    authors = None
     if body and _looks_like_authors(body[0].text):
+        # the et-al marker ("等" or "et al.") is kept, in one spelling: "et al."
+        authors = _AUTHORS_MARKER.sub(" et al.", body[0].text) if _AUTHORS_MARKER.search(body[0].text) \
+            else body[0].text
         body = body[1:]
     if not body:
         return BadRecord(source, label.line, f"label block {label.text!r} has no abstract")
     abstract = " ".join(block.text for block in body)
-    return _make_record(source, label.line, abstract, labeled=labeled, label=label.text)
+    guesses = [c[len(SUGGESTED_MARKER):].strip() for c in label.comments if c.startswith(SUGGESTED_MARKER)]
+    return _make_record(source, label.line, abstract, labeled=labeled, label=label.text, authors=authors,
+                        guess=guesses[-1] if guesses else None)
 
 
 def _parse_text_unlabeled(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
@@ -655,6 +706,8 @@ class LoadSummary:
     conflicting_duplicates: int = 0  # duplicates whose label differs from the kept record's
     headers: int = 0  # first paragraphs of text dumps taken as a header
     unknown_areas: dict[str, int] = field(default_factory=dict)  # areas outside the known taxonomy
+    suggested: int = 0  # records whose label is still the model's guess (skipped unless accepted)
+    accepted_suggested: bool = False
     label_counts: dict[str, int] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
@@ -678,6 +731,11 @@ class LoadSummary:
             report.append(f"warning: {_plural(sum(self.unknown_areas.values()), 'record')} in "
                           f"{_plural(len(self.unknown_areas), 'area')} outside the known taxonomy: {areas} "
                           f"(check the spelling)")
+        if self.suggested and self.accepted_suggested:
+            report.append(f"kept {_plural(self.suggested, 'model-suggested label')} (--accept-suggested)")
+        elif self.suggested:
+            report.append(f"skipped {_plural(self.suggested, 'model-suggested label')} (still the model's guess; "
+                          "--accept-suggested trains on them)")
         if self.label_counts:
             report.append(_plural(len(self.label_counts), "distinct label"))
         return report
@@ -688,18 +746,20 @@ def _plural(count: int, noun: str) -> str:
 
 
 def load_dataset(
-    paths: str | PathLike | Iterable[str | PathLike], fmt: str | None = None, *, labeled: bool = True
+    paths: str | PathLike | Iterable[str | PathLike], fmt: str | None = None, *, labeled: bool = True,
+    accept_suggested: bool = False,
 ) -> tuple[list[Record], LoadSummary]:
     """Read training records from one or more files.
 
     An invalid record is fatal (``IngestError`` with its file, line and reason).  Empty abstracts
     and duplicates (same ``abstract_key`` as an earlier record, across all files) are skipped and
-    counted; the first occurrence is kept.
+    counted; the first occurrence is kept.  Records whose label is still the model's guess
+    (``Record.suggested``) are counted and skipped unless ``accept_suggested``.
     """
     path_list = [paths] if isinstance(paths, (str, PathLike)) else list(paths)
     if not path_list:
         raise ValueError("load_dataset needs at least one path")
-    summary = LoadSummary()
+    summary = LoadSummary(accepted_suggested=accept_suggested)
     records: list[Record] = []
     seen: dict[str, str | None] = {}  # make_id(abstract) -> label of the kept record
     for path in path_list:
@@ -733,5 +793,9 @@ def _accept(item: Record | BadRecord, summary: LoadSummary, seen: dict[str, str 
         summary.duplicates += 1
         summary.conflicting_duplicates += seen[key] != item.label
         return None
+    if item.suggested:
+        summary.suggested += 1
+        if not summary.accepted_suggested:
+            return None  # not seen either: a human label of the same abstract, later, is kept
     seen[key] = item.label
     return item

@@ -29,15 +29,19 @@ PREDICTOR_FILE = "predictor.joblib"
 class TrackPredictor:
     """A fitted classifier over a label space, answering ranked tracks and areas."""
 
-    def __init__(self, classifier: Any, space: LabelSpace, card: ModelCard, use_title: bool = False):
+    def __init__(self, classifier: Any, space: LabelSpace, card: ModelCard, use_title: bool = False,
+                 training_profile: Any = None):
         self.classifier = classifier
         self.space = space
         self.card = card
         self.use_title = use_title
+        # what the training data looked like (models.drift.TrainingProfile), set at refit; None for older models
+        self.training_profile = training_profile
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # a predictor pickled before model cards existed carries an ``info`` dict instead
         info = state.pop("info", None)
+        state.setdefault("training_profile", None)
         self.__dict__.update(state)
         if "card" not in state:
             self.card = ModelCard.from_info(info or {}, self.space.n_labels, len(self.space.areas),
@@ -55,6 +59,18 @@ class TrackPredictor:
         # call is most of the cost of a one-abstract prediction. Same values, less time.
         with sklearn.config_context(skip_parameter_validation=True):
             return self.classifier.predict_proba(texts)
+
+    def text_features(self, abstracts: Sequence[str], titles: Sequence[str | None] | None = None):
+        """The model's own features of each paper, rows scaled to unit length (cosine = dot product);
+        sparse or dense. ``NotImplementedError`` when the classifier does not expose them."""
+        from sklearn.preprocessing import normalize
+
+        method = getattr(self.classifier, "text_features", None)
+        if method is None:
+            raise NotImplementedError(f"{type(self.classifier).__name__} does not expose its text features")
+        titles = titles if titles is not None else [None] * len(abstracts)
+        with sklearn.config_context(skip_parameter_validation=True):
+            return normalize(method([model_text(a, t, self.use_title) for a, t in zip(abstracts, titles)]))
 
     # --- ranked answers ----------------------------------------------------------------------
     def rank(self, proba: np.ndarray, top_k: int = DEFAULT_TOP_K) -> list[Answer]:

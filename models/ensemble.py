@@ -120,6 +120,29 @@ class WeightedEnsemble:
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         return combine(self.member_proba(texts), [w for _, _, w in self.members], self.rule)
 
+    def text_features(self, texts: Sequence[str]):
+        """Every distinct feature step's rows side by side, each block scaled to unit length times the
+        square root of its members' total weight: the cosine of two rows is then the weight-averaged
+        cosine of the members' own features."""
+        from scipy import sparse
+        from sklearn.preprocessing import normalize
+
+        texts = list(texts)
+        blocks = []
+        for features, indices in self.groups_:
+            model = self.members[indices[0]][1]
+            if features is not None:
+                matrix = features.transform(texts)
+            elif hasattr(model, "text_features"):
+                matrix = model.text_features(texts)
+            else:
+                continue
+            weight = sum(self.members[i][2] for i in indices)
+            blocks.append(sparse.csr_matrix(normalize(matrix)) * np.sqrt(weight))
+        if not blocks:
+            raise NotImplementedError("no member of this ensemble exposes its text features")
+        return sparse.hstack(blocks, format="csr")
+
 
 # --------------------------------------------------------------------------- ensemble candidates
 

@@ -38,6 +38,10 @@ class TextClassifier:
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         return self.proba_from_features(self.features.transform(texts))
 
+    def text_features(self, texts: Sequence[str]):
+        """The fitted feature step's rows for ``texts`` (what the classifier sees; sparse or dense)."""
+        return self.features.transform(texts)
+
     def proba_from_features(self, matrix) -> np.ndarray:
         """The classifier's probabilities for already-transformed rows, over the full label space."""
         return expand_proba(self.classifier.predict_proba(matrix), self.classifier.classes_, self.n_labels)

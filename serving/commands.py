@@ -192,6 +192,9 @@ def label(
     finally:
         backend.close()
     _print_summary(result)
+    from papertrack.serving.drift import report_run
+
+    report_run(getattr(backend, "predictor", None), result.paths.output, dumps, fmt=fmt, say=_say, note=_note)
 
 
 def _print_summary(result) -> None:
@@ -205,3 +208,6 @@ def add_commands(app: typer.Typer) -> None:
     app.command()(serve)
     app.command()(build)
     app.command()(label)
+    from papertrack.serving import suggest_command
+
+    suggest_command.add_commands(app)

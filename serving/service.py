@@ -1,6 +1,6 @@
 """The papertrack HTTP service (BentoML 1.4): the champion, loaded once per worker from the BentoML store.
 
-Endpoints: ``POST /predict``, ``POST /predict_batch``, ``GET /metadata``, plus BentoML's ``/healthz``,
+Endpoints: ``POST /predict``, ``POST /predict_batch``, ``POST /drift``, ``GET /metadata``, plus BentoML's ``/healthz``,
 ``/livez``, ``/readyz``, ``/metrics`` (Prometheus) and the OpenAPI page at ``/`` (spec at ``/docs.json``).
 
 Run it with ``papertrack serve`` (imports the current champion, then ``bentoml serve``), or directly with
@@ -28,6 +28,7 @@ from starlette.responses import Response
 from papertrack import settings
 from papertrack.errors import NoModelError
 from papertrack.serving import schemas, store
+from papertrack.serving.drift import request_schema as drift_request_schema
 from papertrack.serving.guard import RequestGuard, error_body
 
 logger = logging.getLogger("bentoml.papertrack")  # under "bentoml": shown in the server log
@@ -151,6 +152,17 @@ class PaperTrack:
             return self._top_k_error(top_k)
         results = self.predictor.predict([p.abstract for p in papers], [p.title for p in papers], top_k)
         return _json({"results": results, "model": self._model_json})
+
+    @bentoml.api(route="/drift", input_spec=drift_request_schema())
+    def drift(self, papers: list[schemas.Paper]):
+        """How this batch differs from the training data: the drift report of `papertrack label`, as JSON."""
+        from papertrack.serving.drift import NoProfile, batch_report
+
+        try:
+            report = batch_report(self.predictor, [p.abstract for p in papers], [p.title for p in papers])
+        except NoProfile as exc:
+            return Response(error_body(str(exc)), status_code=409, media_type="application/json")
+        return _json({**report, "model": self._model_json})
 
     @metadata_app.get("/metadata", response_model=schemas.MetadataResponse, tags=["Service APIs"],
                       summary="The served model: version, run, training data digest, labels, metrics")

@@ -28,6 +28,9 @@ def train(
     seed: Annotated[int, typer.Option(help="Seed of the folds and of the models.")] = settings.DEFAULT_SEED,
     use_title: Annotated[bool, typer.Option(help="Put titles in front of abstracts (default: abstract only).")] = False,
     register: Annotated[bool, typer.Option(help="Register the winner as papertrack@champion/challenger.")] = True,
+    accept_suggested: Annotated[bool, typer.Option(
+        "--accept-suggested", help="Also train on labels still left as `papertrack suggest` guessed them "
+        "(skipped by default: never train on the model's own guesses silently).")] = False,
 ) -> None:
     """Cross-validate every candidate (one MLflow run each), refit the best, register it."""
     from papertrack.training.sweep import run_sweep
@@ -38,7 +41,7 @@ def train(
                       "or set PAPERTRACK_DATA_DIR to the folder holding iclr2024_topics.jsonl")
         raise typer.Exit(2)
     result = run_sweep(paths, fmt=fmt, candidate_names=candidates, folds=folds, seed=seed,
-                       use_title=use_title, register=register, console=console)
+                       use_title=use_title, register=register, console=console, accept_suggested=accept_suggested)
     _print_results(result)
 
 

@@ -28,6 +28,7 @@ from papertrack import __version__
 from papertrack.features.ingest import load_dataset
 from papertrack.models.artifact import PREDICTOR_FILE, PaperTrackModel, TrackPredictor, signature
 from papertrack.models.card import ModelCard
+from papertrack.models.drift import build_profile
 from papertrack.models.candidates import CANDIDATES, Candidate, select
 from papertrack.models.ensemble import is_ensemble, members_of
 from papertrack import registry, store
@@ -89,11 +90,11 @@ def pip_requirements(candidate: Candidate) -> list[str]:
 
 def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_names: list[str] | None = None,
               folds: int = 5, seed: int = 42, use_title: bool = False, register: bool = True,
-              console: Console | None = None) -> SweepResult:
+              console: Console | None = None, accept_suggested: bool = False) -> SweepResult:
     console = console or Console()
     started = time.perf_counter()
     candidates, skipped = plan_candidates(candidate_names, console)
-    records, summary = load_dataset([str(p) for p in data_paths], fmt, labeled=True)
+    records, summary = load_dataset([str(p) for p in data_paths], fmt, labeled=True, accept_suggested=accept_suggested)
     for line in summary.lines():
         console.print(f"  {line}")
     data = TrainingSet.from_records(records, use_title=use_title)
@@ -291,7 +292,8 @@ def _refit_and_log(winner: CandidateResult, data: TrainingSet, seed: int, use_ti
     card = ModelCard(candidate=winner.candidate.name, family=winner.candidate.family, data_digest=data.digest,
                      run_id=winner.run_id, metrics=winner.metrics, n_labels=data.space.n_labels,
                      n_areas=len(data.space.areas), use_title=use_title)
-    predictor = TrackPredictor(classifier, data.space, card, use_title=use_title)
+    predictor = TrackPredictor(classifier, data.space, card, use_title=use_title,
+                               training_profile=build_profile(data.texts, data.y, data.space, winner.cv.oof_proba, seed))
     example = pd.DataFrame({"abstract": [r.abstract for r in data.records[:2]],
                             "title": [r.title or "" for r in data.records[:2]]})
     with tempfile.TemporaryDirectory() as tmp, mlflow.start_run(run_id=winner.run_id, nested=True):

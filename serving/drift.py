@@ -1,0 +1,120 @@
+"""The drift report at the end of ``papertrack label``: how the labeled dump differs from the training data.
+
+Computed after the run from the finished output (each row's top track, its probability and the top
+area) and the input abstracts (for the vocabulary share), so it covers resumed runs exactly and adds
+nothing to the labeling loop. The numbers are :func:`papertrack.models.drift.drift_report`'s; they are
+printed and written beside the output as ``OUT.drift.json``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
+from pathlib import Path
+
+from papertrack.features.ingest import Record, iter_records
+from papertrack.features.text import model_text
+from papertrack.models.drift import DumpStats, TrainingProfile, analyzer, drift_report, summary_lines
+
+CHUNK = 5_000
+
+
+def drift_path(output: Path) -> Path:
+    name = output.name
+    for suffix in (".jsonl", ".ndjson", ".csv"):
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return output.with_name(name + ".drift.json")
+
+
+def _top_of_rows(output: Path) -> Iterator[tuple[str, float, str]]:
+    """(top label, its probability, top area) of every row of a labeling output (.jsonl or .csv)."""
+    with open(output, encoding="utf-8", newline="") as f:
+        if output.suffix.lower() == ".csv":
+            for row in csv.DictReader(f):
+                yield row["track_1"], float(row["probability_1"]), row["area"]
+        else:
+            for line in f:
+                if line.strip():
+                    row = json.loads(line)
+                    yield row["tracks"][0]["label"], float(row["tracks"][0]["probability"]), row["area"]
+
+
+def _texts(inputs: Sequence[Path], formats: Sequence[str | None], use_title: bool) -> Iterator[str]:
+    for path, fmt in zip(inputs, formats):
+        for item in iter_records(path, fmt, labeled=None):
+            if isinstance(item, Record):
+                yield model_text(item.abstract, item.title, use_title)
+
+
+def output_drift(output: Path, inputs: Sequence[Path], profile: TrainingProfile, *, fmt: str | None = None,
+                 use_title: bool = False) -> dict:
+    """The drift report of a finished labeling output and its inputs."""
+    stats = DumpStats.for_profile(profile)
+    tokenize = analyzer()
+    rows = _top_of_rows(output)
+    while chunk := list(islice(rows, CHUNK)):
+        stats.add(profile, [r[0] for r in chunk], [r[1] for r in chunk], [r[2] for r in chunk])
+    texts = _texts(inputs, [fmt] * len(inputs), use_title)
+    while chunk := list(islice(texts, CHUNK)):
+        stats.add(profile, [], [], [], chunk, tokenize)
+    return drift_report(stats, profile)
+
+
+def report_run(predictor, output: Path, inputs: Sequence[Path], *, fmt: str | None = None,
+               say: Callable[[str], None] = print, note: Callable[[str], None] = print) -> dict | None:
+    """Print the drift report of a finished run and write it to ``OUT.drift.json``; None (with a note)
+    when the model carries no training profile (trained before drift reports, or labeling via --url)."""
+    profile = getattr(predictor, "training_profile", None) if predictor is not None else None
+    if profile is None:
+        why = ("labeling through a service" if predictor is None
+               else "the model was trained before drift reports existed; retrain it to get one")
+        note(f"no drift report ({why})")
+        return None
+    report = output_drift(output, inputs, profile, fmt=fmt, use_title=bool(getattr(predictor, "use_title", False)))
+    path = drift_path(output)
+    path.write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    for line in summary_lines(report):
+        say(line)
+    say(f"drift report: {path}")
+    return report
+
+
+# --------------------------------------------------------------------------- the service's POST /drift
+
+
+def batch_report(predictor, abstracts: Sequence[str], titles: Sequence[str | None]) -> dict:
+    """The drift report of one batch of papers (``POST /drift``): the same numbers as ``papertrack label``'s.
+    ``NoProfile`` when the model carries no training profile."""
+    profile = getattr(predictor, "training_profile", None)
+    if profile is None:
+        raise NoProfile("the served model carries no training profile (trained before drift reports existed); "
+                        "retrain it with `papertrack train` to get drift reports")
+    stats = DumpStats.for_profile(profile)
+    answers = predictor.predict(abstracts, titles, 1)
+    texts = [model_text(a, t, predictor.use_title) for a, t in zip(abstracts, titles)]
+    stats.add_answers(profile, answers, texts)
+    return drift_report(stats, profile)
+
+
+class NoProfile(Exception):
+    """The model has no training profile to compare a dump with."""
+
+
+def request_schema():
+    """Body of ``POST /drift``: ``{"papers": [{"abstract": ..., "title": ...}, ...]}`` (as /predict_batch)."""
+    from typing import Annotated
+
+    from pydantic import BaseModel, ConfigDict, Field
+
+    from papertrack.serving import schemas
+
+    class DriftRequest(BaseModel):
+        model_config = ConfigDict(strict=True, extra="forbid")
+        papers: Annotated[list[schemas.Paper], Field(min_length=1, max_length=schemas.MAX_BATCH,
+                                                     description=f"1 to {schemas.MAX_BATCH:,} papers.")]
+
+    return DriftRequest

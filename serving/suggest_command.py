@@ -1,0 +1,82 @@
+"""``papertrack suggest``: the abstracts of new dumps whose labels would teach the champion most."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from papertrack import settings
+from papertrack.errors import NoModelError, UsageError
+from papertrack.features.ingest import FORMATS
+
+err_console = Console(stderr=True)
+
+
+def load_model(model_uri: str):
+    """The TrackPredictor behind ``model_uri``; NoModelError saying how to get one."""
+    from mlflow.exceptions import MlflowException
+
+    from papertrack import store
+    from papertrack.models.artifact import load_predictor
+    from papertrack.serving.store import TRAIN_HINT
+
+    tracking_uri = store.configure()
+    try:
+        predictor, _ = load_predictor(model_uri)
+    except MlflowException as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise NoModelError(f"cannot load {model_uri} from {tracking_uri}: {first}. {TRAIN_HINT} (or pass --model).") \
+            from None
+    return predictor
+
+
+def suggest(
+    dumps: Annotated[list[Path], typer.Argument(help="Unlabeled dump(s): JSONL/JSON/CSV or text dumps, optionally .gz.",
+                                                show_default=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the picks: .txt (labeled text dump "
+                                         "to edit), .jsonl or .csv.")] = Path("to_label.txt"),
+    n: Annotated[int, typer.Option("-n", "--number", min=1, help="How many abstracts to pick.")] = 50,
+    strategy: Annotated[str, typer.Option(help="diverse (uncertain and unlike each other), uncertainty, or random.")]
+    = "diverse",
+    measure: Annotated[str, typer.Option(help="Uncertainty: margin (1 - (p1 - p2)) or entropy.")] = "margin",
+    model: Annotated[str, typer.Option("--model", "-m", help="MLflow model URI.")]
+    = f"models:/{settings.MODEL_NAME}@{settings.CHAMPION}",
+    seed: Annotated[int, typer.Option(help="Seed of the random strategy.")] = settings.DEFAULT_SEED,
+    fmt: Annotated[Optional[str], typer.Option("--format", help=f"Force the input format: {', '.join(FORMATS)}.")]
+    = None,
+) -> None:
+    """Pick the abstracts whose labels would teach the model most; write them, pre-labeled with its guess, to edit."""
+    from papertrack.serving import suggest as s
+
+    if strategy not in s.STRATEGIES:
+        raise UsageError(f"--strategy must be one of {', '.join(s.STRATEGIES)}, got {strategy!r}")
+    if measure not in s.MEASURES:
+        raise UsageError(f"--measure must be one of {', '.join(s.MEASURES)}, got {measure!r}")
+    s.output_kind(output)  # a bad extension fails before the model loads
+    pool = s.read_pool(dumps, fmt)
+    note = lambda message: err_console.print(f"[yellow]note:[/] {escape(message)}", soft_wrap=True)  # noqa: E731
+    if pool.bad:
+        first = pool.bad[0]
+        note(f"{len(pool.bad):,} record(s) cannot be used and are not in the pool (first: {first.source}:"
+             f"{first.line}: {first.reason})")
+    if pool.duplicates:
+        note(f"{pool.duplicates:,} duplicate abstract(s) counted once")
+    if not pool.records:
+        raise UsageError("no usable abstract in the input")
+    predictor = load_model(model)
+    picks = s.suggest(predictor, pool.records, n, strategy, measure=measure, seed=seed, notice=note)
+    s.write_suggestions(output, picks, strategy=strategy, model=predictor.card.short())
+    mean = sum(p.uncertainty for p in picks) / len(picks)
+    print(f"Picked {len(picks):,} of {len(pool.records):,} abstracts ({strategy}, mean {measure} uncertainty "
+          f"{mean:.3f}) with {model} ({predictor.card.short()}) -> {output}")
+    if s.output_kind(output) == "text":
+        print(f"Edit the label lines (delete a '# model-suggested:' line once its label is checked), then: "
+              f"papertrack train --data <training data> --data {output}")
+
+
+def add_commands(app: typer.Typer) -> None:
+    app.command()(suggest)

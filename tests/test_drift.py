@@ -1,0 +1,134 @@
+"""The drift report: how far a dump is from the training data, against what the holdout showed."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from papertrack.models.artifact import TrackPredictor
+from papertrack.models.drift import DumpStats, drift_report, js_distance, unsure
+from tests.synthetic_corpus import TOPICS, corpus, fitted_predictor, paper
+from tests.test_service import bento_home, client, imported, pyfunc  # noqa: F401  (fixtures of the service tests)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    return fitted_predictor(per_label=30, seed=0)
+
+
+def _report(predictor: TrackPredictor, texts: list[str]) -> dict:
+    profile = predictor.training_profile
+    stats = DumpStats.for_profile(profile)
+    stats.add_answers(profile, predictor.predict(texts), texts)
+    return drift_report(stats, profile)
+
+
+def test_js_distance_is_zero_for_equal_and_one_for_disjoint_distributions():
+    assert js_distance([1, 2, 3], [2, 4, 6]) == pytest.approx(0.0, abs=1e-9)
+    assert js_distance([1, 0], [0, 1]) == pytest.approx(1.0)
+    assert js_distance([0, 0], [1, 1]) == 0.0
+
+
+def test_profile_holds_training_counts_vocabulary_and_holdout(fitted):
+    predictor, texts, labels = fitted
+    profile = predictor.training_profile
+    assert profile.label_counts.tolist() == [labels.count(label) for label in profile.labels]
+    assert profile.area_counts.sum() == len(texts) == profile.n
+    assert {"attention", "graph", "posterior"} <= profile.vocabulary and "the" not in profile.vocabulary
+    assert 0 < profile.unsure_below < 1
+    assert unsure(profile.holdout_top1, profile).mean() == pytest.approx(0.5, abs=0.02)
+
+
+def test_a_dump_equal_to_the_training_data_shows_no_drift(fitted):
+    predictor, texts, _ = fitted
+    report = _report(predictor, texts)
+    assert report["records"] == len(texts)
+    assert report["label_js"] < 0.05 and report["area_js"] < 0.05
+    assert report["oov_share"] <= report["holdout"]["oov_share"] and report["oov_share"] < 0.01
+    assert report["unsure_share"] <= 0.5  # the refit model is at least as sure on its own training data
+    assert report["outside"] == [] and report["warning"] is None
+
+
+def test_a_fresh_dump_from_the_same_topics_stays_within_the_holdout_range(fitted):
+    predictor, _, _ = fitted
+    fresh, _ = corpus(per_label=20, seed=99)
+    report = _report(predictor, fresh)
+    assert report["label_js"] <= report["expected_at_this_size"]["label_js"]["high"]
+    assert report["area_js"] <= report["expected_at_this_size"]["area_js"]["high"]
+    assert report["warning"] is None
+
+
+def test_a_single_area_dump_is_far_and_warned_about(fitted):
+    predictor, _, _ = fitted
+    rng = np.random.default_rng(5)
+    words = TOPICS["Deep Learning · Attention Mechanisms"].split() + TOPICS["Deep Learning · Graph Neural Networks"].split()
+    dump = [paper(words, rng) for _ in range(60)]
+    report = _report(predictor, dump)
+    assert report["area_js"] > 0.5 and report["label_js"] > 0.4
+    assert {"label_js", "area_js"} <= set(report["outside"])
+    assert report["warning"].startswith("this dump is far from the training data")
+    moved = report["labels_moved_most"][0]
+    assert moved["label"].startswith("Deep Learning") and moved["change"] > 0.2
+    deep = next(a for a in report["areas"] if a["area"] == "Deep Learning")
+    assert deep["dump_share"] > 0.95
+    json.dumps(report)  # plain JSON
+
+
+def test_unseen_vocabulary_raises_the_out_of_vocabulary_share(fitted):
+    predictor, _, _ = fitted
+    rng = np.random.default_rng(8)
+    alien = "quantum chromodynamics lattice gluon hadron quark plasma collider".split()
+    dump = [paper(alien + TOPICS["Theory · Learning Theory"].split(), rng) for _ in range(40)]
+    report = _report(predictor, dump)
+    assert report["oov_share"] > 0.3 > report["holdout"]["oov_share"]
+    assert "oov_share" in report["outside"]
+
+
+def test_the_profile_survives_save_and_load_and_old_models_have_none(fitted, tmp_path):
+    predictor, texts, _ = fitted
+    loaded = TrackPredictor.load(predictor.save(tmp_path / "p.joblib"))
+    assert loaded.training_profile.vocabulary == predictor.training_profile.vocabulary
+    old = TrackPredictor(predictor.classifier, predictor.space, predictor.card)
+    state = dict(old.__dict__)
+    del state["training_profile"]  # a predictor pickled before profiles existed
+    revived = TrackPredictor.__new__(TrackPredictor)
+    revived.__setstate__(state)
+    assert revived.training_profile is None
+
+
+def test_label_command_prints_and_writes_the_drift_report(trained, tmp_path, data_dir):
+    """The sweep stores the profile at refit; `papertrack label` reports drift beside its output."""
+    from typer.testing import CliRunner
+
+    from papertrack.cli import app
+
+    out = tmp_path / "labeled.jsonl"
+    dump = data_dir / "samples" / "labeled_dump.txt"
+    result = CliRunner().invoke(app, ["label", str(dump), "-o", str(out), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "labeled.drift.json").read_text(encoding="utf-8"))
+    rows = out.read_text(encoding="utf-8").splitlines()
+    assert report["records"] == len(rows) > 0
+    assert 0 <= report["label_js"] <= 1 and 0 <= report["oov_share"] < 1
+    assert "drift vs training data" in result.output and f"label JS {report['label_js']:.3f}" in result.output
+
+
+def test_batch_endpoint_answers_the_same_report(trained, bento_home, imported, client, pyfunc):
+    """POST /drift: the numbers `papertrack label` computes, for the batch sent."""
+    from papertrack.serving.drift import batch_report
+
+    abstracts = [
+        "We propose a sparse attention mechanism for transformers that reduces the quadratic cost of attention.",
+        "We derive a conservative offline reinforcement learning method that avoids overestimated values.",
+        "We prove convergence rates of stochastic gradient descent for non-convex smooth objectives.",
+    ]
+    response = client.post("/drift", json={"papers": [{"abstract": a} for a in abstracts]})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    expected = batch_report(pyfunc[0], abstracts, [None] * 3)
+    assert body["records"] == 3 and body["model"]["run_id"]
+    for key in ("label_js", "area_js", "unsure_share", "oov_share", "labels_moved_most", "outside"):
+        assert body[key] == expected[key]
+    assert client.post("/drift", json={"papers": []}).status_code == 400
