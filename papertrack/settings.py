@@ -10,6 +10,7 @@
 | ``PAPERTRACK_WORKERS`` | ``1`` | service worker processes (set by ``papertrack serve``) |
 | ``PAPERTRACK_ACCESS_LOG`` | ``false`` | the service's access log (set by ``papertrack serve``) |
 | ``PAPERTRACK_TRACE_PREDICTIONS`` | ``false`` | log each prediction's timing in the service |
+| ``PAPERTRACK_ALLOWED_HOSTS`` | none (loopback names only) | extra ``Host`` names the service answers (``*``: any) |
 | ``MLFLOW_TRACKING_URI`` | ``sqlite:///<home>/mlflow.db`` | MLflow's own variable: a user-set value wins |
 
 :func:`current` reads them at call time (tests and the CLI change the environment between calls).
@@ -35,6 +36,7 @@ BENTO_MODEL_ENV = "PAPERTRACK_BENTO_MODEL"
 WORKERS_ENV = "PAPERTRACK_WORKERS"
 ACCESS_LOG_ENV = "PAPERTRACK_ACCESS_LOG"
 TRACE_ENV = "PAPERTRACK_TRACE_PREDICTIONS"
+ALLOWED_HOSTS_ENV = "PAPERTRACK_ALLOWED_HOSTS"
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
 
 _OFF = ("", "0", "off", "none", "false", "no")
@@ -51,6 +53,7 @@ class Settings:
     access_log: bool
     trace_predictions: bool
     user_tracking_uri: str | None  # MLFLOW_TRACKING_URI when the user (not papertrack) set it
+    allowed_hosts: tuple[str, ...] = ()  # Host names the service answers besides the loopback ones
 
     @property
     def tracking_uri(self) -> str:
@@ -98,6 +101,7 @@ def current() -> Settings:
         access_log=_flag(env.get(ACCESS_LOG_ENV)),
         trace_predictions=_flag(env.get(TRACE_ENV)),
         user_tracking_uri=uri if uri and uri != _uri_set_by_papertrack else None,
+        allowed_hosts=tuple(h.strip() for h in env.get(ALLOWED_HOSTS_ENV, "").split(",") if h.strip()),
     )
 
 

@@ -3,11 +3,14 @@
 BentoML already answers a body that fails validation (invalid JSON, missing or mistyped fields,
 limits) with a 400 listing pydantic's errors. This middleware adds what it cannot do itself:
 
-* a Content-Type other than JSON -> 415 (BentoML would silently parse any unknown type as JSON,
-  and try to read forms as multipart);
+* a Content-Type other than JSON, or none -> 415 (BentoML would silently parse any unknown type as
+  JSON, and try to read forms as multipart; a POST without a Content-Type is what a hostile page can
+  send cross-origin without asking the browser first);
 * a body larger than ``MAX_BODY_BYTES`` -> 413, before it is read;
 * the 400 message: "1 validation error for PredictRequest" becomes e.g.
-  "invalid request: papers[3].abstract: Field required" (the ``detail`` list is kept).
+  "invalid request: papers[3].abstract: Field required" (the ``detail`` list is kept); a body that
+  is not clean UTF-8 JSON (a BOM, a byte that is not UTF-8, a lone surrogate escape) gets a message
+  saying what to fix.
 
 Responses other than 400 pass through untouched, so the hot path costs one header scan.
 """
@@ -65,26 +68,33 @@ class RequestGuard:
                 content_type = value.decode("latin-1")
             elif name == b"content-length":
                 length = value
-        if content_type is not None:
-            media_type = content_type.split(";", 1)[0].strip().lower()
-            if media_type not in JSON_MEDIA_TYPES:
-                message = (f"unsupported Content-Type {content_type!r}: send the body as JSON with the header "
-                           f"'Content-Type: application/json'")
-                return await _respond(send, 415, error_body(message))
+        media_type = content_type.split(";", 1)[0].strip().lower() if content_type is not None else None
+        if media_type not in JSON_MEDIA_TYPES:
+            what = f"unsupported Content-Type {content_type!r}" if content_type is not None else "no Content-Type"
+            message = f"{what}: send the body as JSON with the header 'Content-Type: application/json'"
+            return await respond(send, 415, error_body(message))
         if length is not None:
             try:
                 size = int(length)
             except ValueError:
-                return await _respond(send, 400, error_body("invalid Content-Length header"))
+                return await respond(send, 400, error_body("invalid Content-Length header"))
             if size > self.max_body_bytes:
-                return await _respond(send, 413, error_body(
+                return await respond(send, 413, error_body(
                     f"request body is {size:,} bytes; the limit is {self.max_body_bytes:,} bytes. "
                     f"Send fewer papers per request (or use `papertrack label` for dumps)."))
         else:
             receive = await self._buffered(receive, send)
             if receive is None:
                 return None
-        await self.app(scope, receive, _explaining_400(send))
+        body: list[bytes] = []  # references to the body's chunks, to explain an encoding problem in a 400
+
+        async def keeping():
+            message = await receive()
+            if message["type"] == "http.request":
+                body.append(message.get("body", b""))
+            return message
+
+        await self.app(scope, keeping, _explaining_400(send, body))
 
     async def _buffered(self, receive, send):
         """Read a body without Content-Length (chunked) up to the limit; None after answering 413."""
@@ -96,7 +106,7 @@ class RequestGuard:
                 break
             size += len(message.get("body", b""))
             if size > self.max_body_bytes:
-                await _respond(send, 413, error_body(
+                await respond(send, 413, error_body(
                     f"request body exceeds the limit of {self.max_body_bytes:,} bytes. Send fewer papers per request."))
                 return None
             chunks.append(message)
@@ -112,7 +122,30 @@ class RequestGuard:
         return replayed
 
 
-def _explaining_400(send):
+def encoding_problem(body: bytes) -> str | None:
+    """What is wrong with the bytes of a JSON body, when it is their encoding (else None)."""
+    if body.startswith(b"\xef\xbb\xbf"):
+        return ("the body starts with a UTF-8 byte order mark (BOM, bytes EF BB BF); send the JSON without it")
+    if body[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "the body is UTF-16; send it as UTF-8"
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return (f"byte 0x{body[exc.start]:02x} at offset {exc.start} is not UTF-8; encode the body as UTF-8 "
+                f"(e.g. json.dumps(...).encode('utf-8'))")
+    match = _LONE_SURROGATE.search(text)
+    if match:
+        return (f"{match.group(0)!s} at offset {match.start()} is a lone UTF-16 surrogate escape, which is not a "
+                f"character; remove it or send the full surrogate pair (or the character itself)")
+    return None
+
+
+# a \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or a \uDC00-\uDFFF one not preceded by one
+_LONE_SURROGATE = re.compile(r"(?<!\\)\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+                             r"|(?<![dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _explaining_400(send, request_body: list[bytes] | None = None):
     held: dict = {}
 
     async def wrapped(message):
@@ -124,27 +157,35 @@ def _explaining_400(send):
         held["body"].append(message.get("body", b""))
         if message.get("more_body", False):
             return None
-        await _send_rewritten(send, held["start"], b"".join(held["body"]))
+        await _send_rewritten(send, held["start"], b"".join(held["body"]), b"".join(request_body or ()))
         return None
 
     return wrapped
 
 
-async def _send_rewritten(send, start: dict, body: bytes) -> None:
+async def _send_rewritten(send, start: dict, body: bytes, request_body: bytes = b"") -> None:
     try:
         data = json.loads(body)
     except ValueError:
         data = None
-    if isinstance(data, dict) and isinstance(data.get("detail"), list) and \
+    problem = encoding_problem(request_body)
+    if problem is not None:
+        detail = data.get("detail") if isinstance(data, dict) and isinstance(data.get("detail"), list) else []
+        body = error_body(f"invalid request: {problem}", detail or [{"type": "body_encoding", "loc": [],
+                                                                       "msg": problem}])
+    elif isinstance(data, dict) and isinstance(data.get("detail"), list) and \
             _VALIDATION_TITLE.match(str(data.get("error", ""))):
         body = error_body(explain(data["detail"]), data["detail"])
+    elif isinstance(data, dict) and not isinstance(data.get("detail", []), list):
+        body = error_body(str(data.get("error") or "invalid request"), [{"type": "invalid", "loc": [],
+                                                                         "msg": str(data.get("detail"))}])
     headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
     headers.append((b"content-length", str(len(body)).encode()))
     await send({**start, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
-async def _respond(send, status: int, body: bytes) -> None:
+async def respond(send, status: int, body: bytes) -> None:
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})

@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from papertrack.features.ingest import has_content
 from papertrack.models.card import DEFAULT_TOP_K
 
 MAX_ABSTRACT_CHARS = 20_000
@@ -33,13 +34,17 @@ EXAMPLE_ABSTRACT = (
 def _not_blank(value: str) -> str:
     if not value.strip():
         raise PydanticCustomError("blank_abstract", "abstract is empty or only whitespace; send the paper's abstract text")
+    if not has_content(value):
+        raise PydanticCustomError("no_content", "abstract has no letters or digits (only symbols, emoji or invisible "
+                                                "characters); send the paper's abstract text")
     return value
 
 
 Abstract = Annotated[
     str,
     Field(min_length=1, max_length=MAX_ABSTRACT_CHARS,
-          description=f"The paper's abstract (1 to {MAX_ABSTRACT_CHARS:,} characters, not only whitespace)."),
+          description=f"The paper's abstract (1 to {MAX_ABSTRACT_CHARS:,} characters, with at least one letter "
+                      f"or digit)."),
     AfterValidator(_not_blank),
 ]
 Title = Annotated[

@@ -3,12 +3,22 @@
 Endpoints: ``POST /predict``, ``POST /predict_batch``, ``POST /drift``, ``GET /metadata``, plus BentoML's ``/healthz``,
 ``/livez``, ``/readyz``, ``/metrics`` (Prometheus) and the OpenAPI page at ``/`` (spec at ``/docs.json``).
 
-Run it with ``papertrack serve`` (imports the current champion, then ``bentoml serve``), or directly with
-``bentoml serve papertrack.serving.service:PaperTrack`` once a model is in the BentoML store.
+Run it with ``papertrack serve`` (imports the current champion, then ``bentoml serve`` on 127.0.0.1), or
+directly with ``bentoml serve papertrack.serving.service:PaperTrack --host 127.0.0.1`` once a model is in
+the BentoML store (``bentoml serve`` alone binds every interface).
 
 Answers come from :meth:`TrackPredictor.predict` of the loaded
 pyfunc's predictor — the same artifact and logic as ``mlflow.pyfunc.load_model(...).predict``, without
-pandas and MLflow schema enforcement on the hot path.
+pandas and MLflow schema enforcement on the hot path. Prediction endpoints are synchronous: BentoML runs
+them in the worker's thread pool, so a slow model (an embedding champion) never blocks the event loop
+that accepts and parses requests.
+
+In front of the endpoints (outermost first): :class:`~.balance.ConnectionRecycler` (keep-alive clients
+spread over workers), :class:`~.origin.OriginGuard` (Host and Origin checks), :class:`~.openapi.SpecRoute`
+(the corrected OpenAPI spec) and :class:`~.guard.RequestGuard` (Content-Type, size, 400 messages).
+Metrics label unknown paths as one endpoint (:mod:`.metrics`); the service never writes request
+abstracts to the embedding cache on disk (``papertrack serve``/``build`` set ``PAPERTRACK_EMBEDDING_CACHE=off``
+unless it is set explicitly; the embedder's in-memory cache is bounded).
 """
 
 from __future__ import annotations
@@ -27,13 +37,17 @@ from starlette.responses import Response
 
 from papertrack import settings
 from papertrack.errors import NoModelError
-from papertrack.serving import schemas, store
+from papertrack.serving import metrics, schemas, store
+from papertrack.serving.balance import ConnectionRecycler
 from papertrack.serving.drift import request_schema as drift_request_schema
 from papertrack.serving.guard import RequestGuard, error_body
+from papertrack.serving.openapi import SpecRoute
+from papertrack.serving.origin import OriginGuard
 
 logger = logging.getLogger("bentoml.papertrack")  # under "bentoml": shown in the server log
 
 settings.quiet_third_parties()
+_served: dict[str, int] = {}  # facts of the model this worker serves, for the OpenAPI spec
 
 
 class _ClientErrorFilter(logging.Filter):
@@ -117,7 +131,7 @@ class PaperTrack:
             run_id=str(meta.get("run_id") or card.run_id),
         )
         self._model_json = self.model_info.model_dump()
-        self.n_labels = self.predictor.space.n_labels
+        self.n_labels = _served["n_labels"] = self.predictor.space.n_labels
         space = self.predictor.space
         metrics = card.metrics or meta.get("metrics") or {}
         self._metadata = schemas.MetadataResponse(
@@ -135,9 +149,9 @@ class PaperTrack:
 
     # --- endpoints -------------------------------------------------------------------------
     @bentoml.api(route="/predict", input_spec=schemas.PredictRequest, output_spec=schemas.PredictResponse)
-    async def predict(self, abstract: str, title: Optional[str] = None, top_k: int = schemas.DEFAULT_TOP_K):
+    def predict(self, abstract: str, title: Optional[str] = None, top_k: int = schemas.DEFAULT_TOP_K):
         """Ranked tracks (top_k) and every area, for one abstract."""
-        # async on purpose: about a millisecond of CPU, cheaper in the event loop than handed to a thread
+        # sync on purpose: runs in the worker's thread pool, so a slow model cannot block the event loop
         if top_k > self.n_labels:
             return self._top_k_error(top_k)
         result = self.predictor.predict([abstract], [title], top_k)[0]
@@ -176,7 +190,17 @@ class PaperTrack:
                         media_type="application/json")
 
 
-PaperTrack.add_asgi_middleware(RequestGuard)
+def _api_routes() -> list[str]:
+    return [api.route for api in PaperTrack.apis.values()]
+
+
+metrics.install(_api_routes)
+# added outermost first (BentoML wraps them in this order)
+PaperTrack.add_asgi_middleware(ConnectionRecycler)
+PaperTrack.add_asgi_middleware(OriginGuard)
+PaperTrack.add_asgi_middleware(SpecRoute, spec=lambda: PaperTrack.openapi_spec.asdict(),
+                               n_labels=lambda: _served.get("n_labels"))
+PaperTrack.add_asgi_middleware(RequestGuard, paths=_api_routes())  # every POST endpoint
 
 
 def _bento_model_tag() -> str | None:

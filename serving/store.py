@@ -29,8 +29,12 @@ def model_tag() -> str:
 def service_env(tag: str, workers: int = 1, access_log: bool = False) -> dict[str, str]:
     """The environment for ``bentoml serve``/``bentoml build`` of the service with the model ``tag``."""
     settings.quiet_third_parties()
-    return {**os.environ, settings.BENTO_MODEL_ENV: tag, settings.WORKERS_ENV: str(workers),
-            settings.ACCESS_LOG_ENV: str(access_log).lower()}
+    env = {**os.environ, settings.BENTO_MODEL_ENV: tag, settings.WORKERS_ENV: str(workers),
+           settings.ACCESS_LOG_ENV: str(access_log).lower()}
+    # a served model must not store the embedding of every distinct request abstract on disk for ever
+    # (~5.5 kB each); the embedder's in-memory cache is bounded. An explicit setting wins.
+    env.setdefault(settings.EMBEDDING_CACHE_ENV, "off")
+    return env
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ def client(imported):
 
     from papertrack.serving.service import PaperTrack
 
-    with TestClient(PaperTrack.to_asgi()) as test_client:
+    with TestClient(PaperTrack.to_asgi(), base_url="http://127.0.0.1:3000") as test_client:
         yield test_client
 
 
@@ -346,7 +346,8 @@ def test_guard_rejects_large_and_chunked_bodies():
         async def send(message):
             sent.append(message)
 
-        scope = {"type": "http", "path": "/predict", "method": "POST", "headers": headers}
+        scope = {"type": "http", "path": "/predict", "method": "POST",
+                 "headers": [(b"content-type", b"application/json"), *headers]}
         asyncio.run(RequestGuard(app, max_body_bytes=100)(scope, receive, send))
         return sent[0]["status"], sent[1]["body"]
 
@@ -400,3 +401,136 @@ def test_bentoml_build_packs_the_wheel_and_the_model(imported, bento_home, tmp_p
     assert f"./models/papertrack/{version}/mlflow_model/MLmodel" in names
     assert f"./models/papertrack/{version}/mlflow_model/artifacts/predictor.joblib" in names
     assert not any(name.startswith("./src/papertrack") for name in names)  # no shadowing copy of the package
+
+
+# --------------------------------------------------------------------------- hostile but fair clients (issue 13)
+
+
+def test_unknown_paths_share_one_metrics_label(client):
+    for i in range(40):
+        assert client.get(f"/no-such-page-{i}").status_code == 404
+    assert client.post("/predict", json={"abstract": ABSTRACTS[0]}).status_code == 200
+    text = client.get("/metrics").text
+    assert "no-such-page" not in text
+    assert 'endpoint="/<unknown>"' in text and 'endpoint="/predict"' in text
+
+
+def test_post_without_content_type_is_415(client):
+    response = client.post("/predict", content=json.dumps({"abstract": ABSTRACTS[0]}).encode(),
+                           headers={"Content-Type": ""})
+    assert response.status_code == 415 and "Content-Type" in response.json()["error"]
+
+
+def test_only_allowed_hosts_and_same_origin_browser_calls(client):
+    body = {"abstract": ABSTRACTS[0]}
+    rebound = client.post("/predict", json=body, headers={"Host": "evil.example:3000"})
+    assert rebound.status_code == 421 and "PAPERTRACK_ALLOWED_HOSTS" in rebound.json()["error"]
+    assert client.get("/metadata", headers={"Host": "attacker.test"}).status_code == 421
+    cross = client.post("/predict", json=body, headers={"Origin": "http://evil.example"})
+    assert cross.status_code == 403 and "cross-origin" in cross.json()["error"]
+    assert client.post("/predict", json=body, headers={"Origin": "null"}).status_code == 403
+    same = client.post("/predict", json=body, headers={"Origin": "http://127.0.0.1:3000"})  # the service's own page
+    assert same.status_code == 200
+    assert client.post("/predict", json=body, headers={"Host": "localhost:3000"}).status_code == 200
+
+
+def test_allowed_hosts_setting():
+    import asyncio
+
+    from papertrack.serving.origin import OriginGuard
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    def status(guard, host):
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        asyncio.run(guard({"type": "http", "path": "/", "method": "GET", "headers": [(b"host", host)]}, None, send))
+        return sent[0]["status"]
+
+    assert status(OriginGuard(app, ["papers.lan"]), b"papers.lan:3000") == 200
+    assert status(OriginGuard(app, ["papers.lan"]), b"other.lan") == 421
+    assert status(OriginGuard(app, ["*"]), b"other.lan") == 200
+    assert status(OriginGuard(app, []), b"[::1]:3000") == 200
+
+
+@pytest.mark.parametrize("abstract", ["\u0000", "\u200b\u200b\u200b", "\U0001F600\U0001F680", "?!"])
+def test_content_free_abstracts_are_400(client, abstract):
+    response = client.post("/predict", json={"abstract": abstract})
+    assert response.status_code == 400 and "no letters or digits" in response.json()["error"]
+    response = client.post("/predict_batch", json={"papers": [{"abstract": ABSTRACTS[0]}, {"abstract": abstract}]})
+    assert response.status_code == 400 and "papers[1].abstract" in response.json()["error"]
+
+
+ENCODING_BODIES = [
+    ("BOM", b'\xef\xbb\xbf{"abstract": "We study graphs."}', "byte order mark"),
+    ("latin-1", b'{"abstract": "Caf\xe9 graphs and kernels."}', "byte 0xe9 at offset 17 is not UTF-8"),
+    ("lone surrogate", b'{"abstract": "graphs \\ud800 and kernels"}', "lone UTF-16 surrogate"),
+]
+
+
+@pytest.mark.parametrize("name,data,message", ENCODING_BODIES, ids=[c[0] for c in ENCODING_BODIES])
+def test_encoding_problems_say_what_to_fix(client, name, data, message):
+    response = client.post("/predict", content=data, headers={"Content-Type": "application/json"})
+    assert response.status_code == 400, response.text
+    error = response.json()
+    assert message in error["error"] and isinstance(error["detail"], list) and error["detail"]
+
+
+def test_openapi_spec_matches_the_service(client, pyfunc):
+    predictor, _ = pyfunc
+    spec = client.get("/docs.json").json()
+    assert spec["components"]["schemas"]["ErrorResponse"]["properties"]["detail"]["type"] == "array"
+    for path in ("/predict", "/predict_batch"):
+        operation = spec["paths"][path]["post"]
+        assert operation["requestBody"]["required"] is True
+        assert {"400", "413", "415", "421", "403"} <= set(operation["responses"])
+        assert operation["responses"]["400"]["content"]["application/json"]["schema"]["$ref"].endswith("ErrorResponse")
+    request = spec["paths"]["/predict"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert request["properties"]["title"]["nullable"] is True
+    n_labels = predictor.space.n_labels
+    assert request["properties"]["top_k"]["maximum"] == n_labels
+    assert '{"type": "null"}' not in json.dumps(spec)  # no OpenAPI 3.1 null types in a 3.0 spec
+    assert client.post("/predict", json={"abstract": ABSTRACTS[0], "title": None, "top_k": n_labels}).status_code == 200
+    assert client.post("/predict", json={"abstract": ABSTRACTS[0], "top_k": n_labels + 1}).status_code == 400
+    error = client.post("/predict", json={"abstract": 5}).json()
+    assert isinstance(error["detail"], list)  # as the spec says
+
+
+def test_keep_alive_clients_are_asked_to_reconnect_now_and_then():
+    import asyncio
+
+    from papertrack.serving.balance import ConnectionRecycler
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b""})
+
+    recycler = ConnectionRecycler(app, every=5)
+
+    def headers(client):
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        asyncio.run(recycler({"type": "http", "client": client, "server": ("127.0.0.1", 3000), "headers": []},
+                             None, send))
+        return dict(sent[0]["headers"])
+
+    first = [headers(("127.0.0.1", 50001)).get(b"connection") for _ in range(10)]
+    assert first == [None] * 4 + [b"close"] + [None] * 4 + [b"close"]
+    assert headers(("127.0.0.1", 50002)).get(b"connection") is None  # counted per connection
+
+
+def test_served_model_stores_no_request_embeddings_on_disk(monkeypatch):
+    from papertrack.serving.store import service_env
+
+    monkeypatch.delenv(settings.EMBEDDING_CACHE_ENV, raising=False)
+    assert service_env("papertrack:v1")[settings.EMBEDDING_CACHE_ENV] == "off"
+    monkeypatch.setenv(settings.EMBEDDING_CACHE_ENV, "/tmp/my-cache")  # an explicit choice wins
+    assert service_env("papertrack:v1")[settings.EMBEDDING_CACHE_ENV] == "/tmp/my-cache"

@@ -1,0 +1,116 @@
+"""The service's OpenAPI spec, corrected to say what the service really does (``GET /docs.json``).
+
+BentoML generates the spec from the pydantic models but: documents 400 bodies with ``detail`` as a
+string (it is a list of {type, loc, msg}), drops ``null`` from optional request fields (``title: null``
+is accepted), writes optional response fields as OpenAPI 3.1 ``anyOf [.., {type: null}]`` in a 3.0
+spec, leaves the request body optional, cannot know ``top_k``'s real maximum (the served model's
+number of labels) and omits 413 (body too large), 415 (not JSON), 421 (Host not served) and
+403 (cross-origin). :func:`corrected` fixes each; :class:`SpecRoute` answers ``/docs.json`` with it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+from papertrack.serving.guard import respond
+
+SPEC_PATH = "/docs.json"
+CONTENT_PATTERN = r"[^\W_]"  # at least one letter or digit (what features.ingest.has_content checks)
+ERROR_SCHEMA = {
+    "type": "object", "title": "ErrorResponse", "required": ["error", "detail"],
+    "properties": {
+        "error": {"type": "string", "description": "What is wrong and what to fix, in one line."},
+        "detail": {"type": "array", "description": "One entry per problem (pydantic's errors for a 400).",
+                   "items": {"type": "object", "properties": {
+                       "type": {"type": "string"}, "loc": {"type": "array", "items": {}},
+                       "msg": {"type": "string"}}}},
+    },
+}
+ERRORS = {
+    "400": "Invalid request: the body is not valid JSON or a field is missing, mistyped or out of range.",
+    "403": "Cross-origin browser request (an Origin header from another site).",
+    "413": "Request body too large.",
+    "415": "Content-Type missing or not application/json.",
+    "421": "Host header not served (DNS rebinding protection; see PAPERTRACK_ALLOWED_HOSTS).",
+}
+
+
+def corrected(spec: dict[str, Any], n_labels: int | None) -> dict[str, Any]:
+    """A copy of BentoML's spec with the fixes listed in the module doc."""
+    spec = copy.deepcopy(spec)
+    schemas = spec.setdefault("components", {}).setdefault("schemas", {})
+    schemas["ErrorResponse"] = ERROR_SCHEMA
+    for name in ("InvalidArgument", "NotFound", "InternalServerError"):
+        if name in schemas:
+            schemas[name] = ERROR_SCHEMA
+    _nullable_anyof(spec)
+    for path, operations in spec.get("paths", {}).items():
+        for method, operation in operations.items():
+            responses = operation.setdefault("responses", {})
+            if method == "post" and "requestBody" in operation:
+                operation["requestBody"]["required"] = True
+                for media in operation["requestBody"].get("content", {}).values():
+                    _fix_request_schema(media.get("schema", {}), n_labels)
+                for status, description in ERRORS.items():
+                    responses[status] = _error_response(description)
+            elif method == "get":
+                for status in ("403", "421"):
+                    responses[status] = _error_response(ERRORS[status])
+    return spec
+
+
+def _error_response(description: str) -> dict:
+    return {"description": description,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}}
+
+
+def _fix_request_schema(schema: dict, n_labels: int | None) -> None:
+    properties = schema.get("properties", {})
+    if "abstract" in properties:
+        properties["abstract"]["pattern"] = CONTENT_PATTERN
+    title = properties.get("title")
+    if title is not None and title.get("default", "") is None:
+        title["nullable"] = True
+    if n_labels is not None and "top_k" in properties:
+        properties["top_k"]["maximum"] = n_labels
+    papers = properties.get("papers", {}).get("items")
+    if isinstance(papers, dict) and "properties" in papers:
+        _fix_request_schema(papers, n_labels)
+
+
+def _nullable_anyof(node: Any) -> None:
+    """``anyOf: [X, {type: null}]`` (3.1 style) -> X with ``nullable: true`` (3.0), everywhere."""
+    if isinstance(node, dict):
+        options = node.get("anyOf")
+        if isinstance(options, list) and {"type": "null"} in options:
+            rest = [o for o in options if o != {"type": "null"}]
+            del node["anyOf"]
+            if len(rest) == 1:
+                node.update(rest[0])
+            else:
+                node["anyOf"] = rest
+            node["nullable"] = True
+        for value in node.values():
+            _nullable_anyof(value)
+    elif isinstance(node, list):
+        for value in node:
+            _nullable_anyof(value)
+
+
+class SpecRoute:
+    """Answers ``GET /docs.json`` with the corrected spec (built once per worker)."""
+
+    def __init__(self, app, spec: Callable[[], dict], n_labels: Callable[[], int | None]):
+        self.app = app
+        self.spec, self.n_labels = spec, n_labels
+        self._body: bytes | None = None
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["path"] != SPEC_PATH or scope["method"] not in ("GET", "HEAD"):
+            return await self.app(scope, receive, send)
+        if self._body is None:
+            self._body = json.dumps(corrected(self.spec(), self.n_labels())).encode("utf-8")
+        await respond(send, 200, self._body)
