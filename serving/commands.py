@@ -22,6 +22,7 @@ console = Console()
 err_console = Console(stderr=True)
 
 SERVICE = "papertrack.serving.service:PaperTrack"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 REPO_ROOT = Path(__file__).resolve().parents[1]  # the source checkout (editable install): bentofile, wheel
 
 
@@ -60,7 +61,13 @@ def serve(
          f"run {str(model.info.metadata.get('run_id'))[:8]}) on http://{host}:{port} "
          f"with {workers} worker(s) — OpenAPI page at /, metadata at /metadata")
     sys.stdout.flush()
-    command = [sys.executable, "-m", "bentoml", "serve", SERVICE, "--host", host, "--port", str(port)]
+    if host not in LOOPBACK_HOSTS and not settings.current().allowed_hosts:
+        _note(f"binding {host}: requests must name this machine in their Host header; list the names clients use "
+              f"in {settings.ALLOWED_HOSTS_ENV} (comma-separated), else they get 421. Anyone who can reach "
+              f"the port can use the service: there is no authentication.")
+    # through serving.launch: this server gets a Prometheus folder of its own (BentoML's is shared per BENTOML_HOME)
+    command = [sys.executable, "-m", "papertrack.serving.launch", "serve", SERVICE, "--host", host,
+               "--port", str(port)]
     os.execve(sys.executable, command, env)  # the server takes over this process (and its PID)
 
 

@@ -47,6 +47,8 @@ def corrected(spec: dict[str, Any], n_labels: int | None) -> dict[str, Any]:
         if name in schemas:
             schemas[name] = ERROR_SCHEMA
     _nullable_anyof(spec)
+    if "Paper" in schemas:  # the items of /predict_batch's papers (a $ref)
+        _fix_request_schema(schemas["Paper"], n_labels)
     for path, operations in spec.get("paths", {}).items():
         for method, operation in operations.items():
             responses = operation.setdefault("responses", {})

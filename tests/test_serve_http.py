@@ -155,6 +155,7 @@ def test_label_through_the_service_equals_local_labeling(server, server_env, tra
     lines = Path(trained["data"]).read_text(encoding="utf-8").splitlines()[:120]
     lines.insert(5, '{"abstract": ""}')
     lines.insert(9, "{broken json")
+    lines.insert(12, json.dumps({"id": "too-long", "abstract": "graph " * 4000}))  # over the 20,000-char limit
     dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
     outputs = {}
     for mode, extra in (("http", ["--url", server["url"]]), ("local", [])):
@@ -163,7 +164,7 @@ def test_label_through_the_service_equals_local_labeling(server, server_env, tra
                                  "--chunk-size", "50", *extra], env=server_env, capture_output=True, text=True,
                                 timeout=300)
         assert result.returncode == 0, result.stdout + result.stderr
-        assert "122 input records = 120 labeled rows" in " ".join(result.stdout.split())
+        assert "123 input records = 120 labeled rows" in " ".join(result.stdout.split())
         outputs[mode] = (out.read_bytes(), (tmp_path / f"{mode}.errors.jsonl").read_bytes())
     assert outputs["http"] == outputs["local"]
 
@@ -177,3 +178,41 @@ def test_bentoml_serve_without_the_model_fails_fast(server_env, tmp_path):
     assert result.returncode != 0
     assert "papertrack train" in result.stdout + result.stderr
     assert time.monotonic() - started < 60
+
+
+def test_a_second_server_on_the_same_bentoml_home_keeps_the_first_ones_metrics(server, server_env, tmp_path):
+    """BentoML empties $BENTOML_HOME/prometheus_multiproc_dir whenever a server starts; papertrack serve gives each
+    server a folder of its own, so starting a second server does not wipe the first one's counts."""
+    import httpx
+
+    url = server["url"]
+    for _ in range(5):
+        assert httpx.post(f"{url}/predict", json={"abstract": "graph neural networks"}, timeout=10).status_code == 200
+
+    def predict_count() -> float:
+        text = httpx.get(f"{url}/metrics", timeout=10).text
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("bentoml_service_request_total") and 'endpoint="/predict"' in line
+                   and 'http_response_code="200"' in line)
+
+    before = predict_count()
+    assert before >= 5
+    port = free_port()
+    log = tmp_path / "second.log"
+    with open(log, "wb") as out:
+        second = subprocess.Popen([PAPERTRACK, "serve", "--port", str(port), "--workers", "1"], env=server_env,
+                                  stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert second.poll() is None, log.read_text()[-3000:]
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.25)
+        assert predict_count() >= before
+    finally:
+        stop(second)
