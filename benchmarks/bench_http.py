@@ -36,12 +36,13 @@ def request_bytes(host: str, port: int, path: str, body: dict) -> bytes:
     return head + data
 
 
-async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]:
+    """(status, body, whether the server closes the connection after this response)."""
     head = await reader.readuntil(b"\r\n\r\n")
     lines = head.split(b"\r\n")
     status = int(lines[0].split(b" ", 2)[1])
     length = None
-    chunked = False
+    chunked = closes = False
     for line in lines[1:]:
         name, _, value = line.partition(b":")
         name = name.strip().lower()
@@ -49,15 +50,17 @@ async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
             length = int(value.strip())
         elif name == b"transfer-encoding" and b"chunked" in value.lower():
             chunked = True
+        elif name == b"connection" and b"close" in value.lower():
+            closes = True
     if length is not None:
-        return status, await reader.readexactly(length)
+        return status, await reader.readexactly(length), closes
     if chunked:
         body = b""
         while True:
             size = int((await reader.readuntil(b"\r\n")).strip().split(b";")[0], 16)
             chunk = await reader.readexactly(size + 2)
             if size == 0:
-                return status, body
+                return status, body, closes
             body += chunk[:-2]
     raise RuntimeError("response without Content-Length or chunked encoding")
 
@@ -78,10 +81,13 @@ async def run_phase(host: str, port: int, requests: list[bytes], concurrency: in
                     break
                 started = time.perf_counter()
                 writer.write(requests[i % len(requests)])
-                status, body = await read_response(reader)
+                status, body, closes = await read_response(reader)
                 latencies.append(time.perf_counter() - started)
                 if status != 200 or not body.startswith(b"{"):
                     failures.append(f"{status}: {body[:200]!r}")
+                if closes:  # the service spreads keep-alive clients over its workers: reconnect
+                    writer.close()
+                    reader, writer = await asyncio.open_connection(host, port)
         finally:
             writer.close()
 
