@@ -38,6 +38,10 @@ ERRORS = {
 }
 
 
+# answers particular to one endpoint
+PATH_ERRORS = {"/drift": {"409": "The served model carries no training profile (trained before drift reports)."}}
+
+
 def corrected(spec: dict[str, Any], n_labels: int | None) -> dict[str, Any]:
     """A copy of BentoML's spec with the fixes listed in the module doc."""
     spec = copy.deepcopy(spec)
@@ -56,7 +60,7 @@ def corrected(spec: dict[str, Any], n_labels: int | None) -> dict[str, Any]:
                 operation["requestBody"]["required"] = True
                 for media in operation["requestBody"].get("content", {}).values():
                     _fix_request_schema(media.get("schema", {}), n_labels)
-                for status, description in ERRORS.items():
+                for status, description in {**ERRORS, **PATH_ERRORS.get(path, {})}.items():
                     responses[status] = _error_response(description)
             elif method == "get":
                 for status in ("403", "421"):

@@ -33,6 +33,24 @@ class CVResult:
         return 1000.0 * self.predict_seconds / len(self.oof_proba)
 
 
+def check_trainable(labels: Sequence[str], folds: int, files: Sequence[str]) -> None:
+    """UsageError (naming the files, the label and what to change) when cross-validation cannot run:
+    fewer than 2 folds, fewer records than folds, or a single label."""
+    from papertrack.errors import UsageError
+
+    where = ", ".join(str(f) for f in files)
+    if folds < 2:
+        raise UsageError(f"--folds must be at least 2, got {folds}")
+    if len(labels) < folds:
+        raise UsageError(f"{where}: {len(labels):,} usable labeled record(s), fewer than --folds {folds}; "
+                         f"add labeled records or lower --folds (at least 2 records are needed)")
+    distinct = Counter(labels)
+    if len(distinct) < 2:
+        (only,) = distinct
+        raise UsageError(f"{where}: every record has the label {only!r}; a classifier needs at least 2 different "
+                         f"labels — add records of other tracks")
+
+
 def stratification_groups(y: np.ndarray, space: LabelSpace, folds: int) -> np.ndarray:
     """The class used to stratify each row: its label, or its area when the label is too rare."""
     counts = Counter(y.tolist())

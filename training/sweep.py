@@ -34,7 +34,7 @@ from papertrack.models.ensemble import is_ensemble, members_of
 from papertrack import registry, store
 from papertrack.errors import UsageError
 from papertrack.training import tracking
-from papertrack.training.cv import CVResult, cross_validate, fold_indices
+from papertrack.training.cv import CVResult, check_trainable, cross_validate, fold_indices
 from papertrack.training.data import TrainingSet
 from papertrack.registry import PRIMARY_METRIC, rank_key
 from papertrack.training.metrics import evaluate
@@ -95,6 +95,7 @@ def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_n
     started = time.perf_counter()
     candidates, skipped = plan_candidates(candidate_names, console)
     records, summary = load_dataset([str(p) for p in data_paths], fmt, labeled=True, accept_suggested=accept_suggested)
+    check_trainable([r.label for r in records], folds, [str(p) for p in data_paths])
     for line in summary.lines():
         console.print(f"  {line}")
     data = TrainingSet.from_records(records, use_title=use_title)
