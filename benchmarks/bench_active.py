@@ -8,8 +8,8 @@ hidden from the learner; test: the other 20% of ICML 2024 (split per seed). Each
 ``--batch`` pool abstracts with the current model (the same code as ``papertrack suggest``:
 :func:`papertrack.serving.suggest.choose` on :meth:`TrackPredictor.predict_proba` and
 :meth:`TrackPredictor.text_features`), their true labels are revealed, the model is refit on ICLR + all
-picks so far and scored on the test part. Strategies: diverse (uncertainty + MMR), uncertainty (margin),
-random. Learner: the ``tfidf-word-logreg`` candidate (cheap: the whole run is minutes on 2 cores).
+picks so far and scored on the test part. Strategies: diverse (uncertainty + MMR), uncertainty (margin;
+``--measure entropy`` for the entropy), random. Learner: the ``tfidf-word-logreg`` candidate (cheap: the whole run is minutes on 2 cores).
 Reported: label top-3 / top-1 on the test part per round, mean and spread (min–max) over seeds, and how
 many labels each strategy needs to reach random's accuracy at the last round.
 """
@@ -51,7 +51,7 @@ def fit(texts: list[str], y: np.ndarray, space: LabelSpace, seed: int) -> TrackP
     return TrackPredictor(classifier, space, card)
 
 
-def run_seed(seed: int, strategies, rounds: int, batch: int, base, target) -> dict:
+def run_seed(seed: int, strategies, rounds: int, batch: int, base, target, measure: str = "margin") -> dict:
     base_texts, base_y, space = base
     texts, y = target
     rng = np.random.default_rng(seed)
@@ -75,7 +75,7 @@ def run_seed(seed: int, strategies, rounds: int, batch: int, base, target) -> di
             pool_texts = [texts[i] for i in remaining]
             proba = model.predict_proba(pool_texts)
             features = model.text_features(pool_texts) if strategy == "diverse" else None
-            chosen = choose(proba, batch, strategy, features=features, seed=seed * 1000 + r)
+            chosen = choose(proba, batch, strategy, features=features, measure=measure, seed=seed * 1000 + r)
             picked += [remaining[i] for i in chosen]
             chosen_set = set(chosen)
             remaining = [idx for i, idx in enumerate(remaining) if i not in chosen_set]
@@ -157,6 +157,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
+    parser.add_argument("--measure", default="margin", choices=("margin", "entropy"), help="uncertainty measure")
     parser.add_argument("--plot", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
@@ -167,7 +168,8 @@ def main() -> None:
     base = (base_texts, space.encode(base_labels), space)
     target = (texts, space.encode(labels))
     started = time.perf_counter()
-    results = [run_seed(seed, args.strategies, args.rounds, args.batch, base, target) for seed in args.seeds]
+    results = [run_seed(seed, args.strategies, args.rounds, args.batch, base, target, args.measure)
+               for seed in args.seeds]
     summary = summarise(results, args.strategies)
     summary_top1 = summarise(results, args.strategies, "label_top1")
     print(markdown(summary, summary_top1, args.seeds))

@@ -56,6 +56,7 @@ class TrainingProfile:
     holdout_oov: np.ndarray  # ... terms outside the other folds' vocabulary
     holdout_terms: np.ndarray  # ... terms
     unsure_below: float  # a top-1 probability below this is "unsure" (see unsure())
+    unsure_source: str = "the holdout's median"  # where unsure_below comes from, for the report
     version: int = PROFILE_VERSION
 
     @property
@@ -64,9 +65,12 @@ class TrainingProfile:
 
 
 def build_profile(texts: Sequence[str], y: np.ndarray, space, oof_proba: np.ndarray, seed: int = 0,
-                  folds: int = 5) -> TrainingProfile:
+                  folds: int = 5, unsure_below: float | None = None, unsure_source: str | None = None
+                  ) -> TrainingProfile:
     """The profile of a training set from its model texts, encoded labels and the winner's out-of-fold
-    probabilities."""
+    probabilities. ``unsure_below``: the top-1 probability under which a prediction is unsure — by
+    default the holdout's median; pass the confident threshold of issue 11 (``confidence.top1_threshold``,
+    with ``unsure_source="not confident"``) to make "unsure" mean "not confident" everywhere."""
     from sklearn.model_selection import KFold
 
     tokenize = analyzer()
@@ -92,20 +96,20 @@ def build_profile(texts: Sequence[str], y: np.ndarray, space, oof_proba: np.ndar
         holdout_top1=top1.astype(np.float32),
         holdout_oov=oov,
         holdout_terms=np.array([len(terms) for terms in doc_terms], dtype=np.int32),
-        unsure_below=float(np.median(top1)),
+        unsure_below=float(np.median(top1)) if unsure_below is None else float(unsure_below),
+        **({"unsure_source": unsure_source} if unsure_source else {}),
     )
 
 
 def unsure(top1_probability: np.ndarray, profile: TrainingProfile) -> np.ndarray:
-    """Which predictions are unsure: top-1 probability below the holdout's median.
-
-    The one place that decides it; when answers carry issue 11's ``confident`` flag, switch this rule
-    to it (and the holdout share with it) — every number of the report follows."""
+    """Which predictions are unsure: top-1 probability below ``profile.unsure_below`` (by default the
+    holdout's median). The one rule: the dump's share and the holdout's both come from it, so setting
+    ``unsure_below`` at refit (see :func:`build_profile`) switches every number of the report."""
     return np.asarray(top1_probability) < profile.unsure_below
 
 
 def unsure_rule(profile: TrainingProfile) -> str:
-    return f"top-1 probability below {profile.unsure_below:.3f} (the holdout's median)"
+    return f"top-1 probability below {profile.unsure_below:.3f} ({profile.unsure_source})"
 
 
 # --------------------------------------------------------------------------- a dump's statistics

@@ -114,6 +114,7 @@ class Pool:
     records: list[Record]
     bad: list[BadRecord] = field(default_factory=list)  # unusable records (reported, never dropped silently)
     duplicates: int = 0  # records whose abstract an earlier record already had
+    headers: int = 0  # first paragraphs of text dumps taken as the page's header
 
 
 def read_pool(paths: Sequence[Path], fmt: str | None = None) -> Pool:
@@ -122,7 +123,9 @@ def read_pool(paths: Sequence[Path], fmt: str | None = None) -> Pool:
     seen: set[str] = set()
     for path in paths:
         for item in iter_records(path, fmt, labeled=False):
-            if isinstance(item, BadRecord):
+            if isinstance(item, BadRecord) and item.kind == "header":
+                pool.headers += 1
+            elif isinstance(item, BadRecord):
                 pool.bad.append(item)
             elif (key := make_id(item.abstract)) in seen:
                 pool.duplicates += 1

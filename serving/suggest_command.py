@@ -63,6 +63,8 @@ def suggest(
         first = pool.bad[0]
         note(f"{len(pool.bad):,} record(s) cannot be used and are not in the pool (first: {first.source}:"
              f"{first.line}: {first.reason})")
+    if pool.headers:
+        note(f"{pool.headers:,} header paragraph(s) of text dumps skipped")
     if pool.duplicates:
         note(f"{pool.duplicates:,} duplicate abstract(s) counted once")
     if not pool.records:

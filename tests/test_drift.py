@@ -132,3 +132,17 @@ def test_batch_endpoint_answers_the_same_report(trained, bento_home, imported, c
     for key in ("label_js", "area_js", "unsure_share", "oov_share", "labels_moved_most", "outside"):
         assert body[key] == expected[key]
     assert client.post("/drift", json={"papers": []}).status_code == 400
+
+
+def test_unsure_threshold_can_be_set_at_refit(fitted):
+    """Another definition of unsure (e.g. issue 11's confident threshold) switches dump and holdout alike."""
+    import dataclasses
+
+    predictor, texts, _ = fitted
+    profile = dataclasses.replace(predictor.training_profile, unsure_below=1.01, unsure_source="not confident")
+    stats = DumpStats.for_profile(profile)
+    stats.add_answers(profile, predictor.predict(texts[:20]), texts[:20])
+    report = drift_report(stats, profile)
+    assert report["unsure_share"] == 1.0 and report["holdout"]["unsure_share"] == 1.0
+    assert report["unsure_rule"] == "top-1 probability below 1.010 (not confident)"
+    assert "unsure_share" not in report["outside"]
