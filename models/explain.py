@@ -157,17 +157,32 @@ class Explainer:
             f"{candidate} is not linear on words: a word's weight is the drop of the track's probability when "
             f"every occurrence of it is removed (the {MAX_OCCLUSION} most frequent content words are tried)"))
 
+    def proba_and_features(self, text: str):
+        """(probabilities, TF-IDF row) of one model text when the explained model is the predictor's own
+        classifier: one feature transform serves both — ``TextClassifier.predict_proba`` is exactly
+        ``proba_from_features(features.transform(texts))``. (None, None) otherwise."""
+        classifier = self.predictor.classifier
+        if self.linear is None or not isinstance(classifier, TextClassifier) or \
+                classifier.features is not self.linear.features:
+            return None, None
+        with sklearn.config_context(skip_parameter_validation=True):
+            row = classifier.features.transform([text])
+            return classifier.proba_from_features(row), row
+
     def terms(self, abstract: str, text: str, labels: list[int], n_terms: int,
-              proba: np.ndarray, title: str | None) -> list[list[Term]]:
+              proba: np.ndarray, title: str | None, row=None) -> list[list[Term]]:
         if self.linear is not None:
-            return self._linear_terms(abstract, text, labels, n_terms)
+            return self._linear_terms(abstract, text, labels, n_terms, row)
         return self._occlusion_terms(abstract, title, labels, n_terms, proba)
 
-    def _linear_terms(self, abstract: str, text: str, labels: list[int], n_terms: int) -> list[list[Term]]:
+    def _linear_terms(self, abstract: str, text: str, labels: list[int], n_terms: int, row=None) -> list[list[Term]]:
         linear = self.linear
-        with sklearn.config_context(skip_parameter_validation=True):
-            row = linear.features.transform([text]).tocsr()
+        if row is None:
+            with sklearn.config_context(skip_parameter_validation=True):
+                row = linear.features.transform([text])
+        row = row.tocsr()
         cols, values = row.indices, row.data
+        spans = _Spans(abstract, linear)
         out = []
         for label in labels:
             if label not in linear.column or len(cols) == 0:
@@ -176,17 +191,9 @@ class Explainer:
             contribution = linear.weights[linear.column[label], cols] * values
             best = np.argsort(-contribution, kind="stable")[:n_terms]
             out.append([Term(term=str(linear.names[cols[i]]).split("__", 1)[-1], weight=round(float(contribution[i]), 5),
-                             spans=self._spans(abstract, int(cols[i])))
+                             spans=spans.of(int(cols[i])))
                         for i in best.tolist() if contribution[i] > 0])
         return out
-
-    def _spans(self, abstract: str, column: int) -> list[list[int]]:
-        start, vectorizer = next((s, v) for s, v in reversed(self.linear.segments) if s <= column)
-        term = str(self.linear.names[column]).split("__", 1)[-1]
-        if vectorizer.analyzer == "word":
-            return word_spans(abstract, term.split(" "), vectorizer.build_preprocessor())
-        needle = term.strip().lower()  # a character n-gram: where it occurs
-        return [[m.start(), m.end()] for m in re.finditer(re.escape(needle), abstract.lower())] if needle else []
 
     def _occlusion_terms(self, abstract: str, title: str | None, labels: list[int], n_terms: int,
                          proba: np.ndarray) -> list[list[Term]]:
@@ -203,6 +210,29 @@ class Explainer:
                              spans=word_spans(abstract, [words[i]], str.lower))
                         for i in best.tolist() if drop[i] > 0])
         return out
+
+
+class _Spans:
+    """Where the terms of a linear model occur in one abstract: the abstract is tokenized once per TF-IDF
+    block (the vectorizer's token pattern; its lower-casing and accent stripping applied per token)."""
+
+    def __init__(self, abstract: str, linear: _Linear):
+        self.abstract, self.linear = abstract, linear
+        self._tokens: dict[int, dict[str, list[list[int]]]] = {}
+
+    def of(self, column: int) -> list[list[int]]:
+        start, vectorizer = next((s, v) for s, v in reversed(self.linear.segments) if s <= column)
+        term = str(self.linear.names[column]).split("__", 1)[-1]
+        if vectorizer.analyzer != "word":  # a character n-gram: where it occurs
+            needle = term.strip().lower()
+            return [[m.start(), m.end()] for m in re.finditer(re.escape(needle), self.abstract.lower())] if needle else []
+        tokens = self._tokens.get(start)
+        if tokens is None:
+            preprocess = vectorizer.build_preprocessor()
+            tokens = self._tokens[start] = {}
+            for m in _WORD.finditer(self.abstract):
+                tokens.setdefault(preprocess(m.group()), []).append([m.start(), m.end()])
+        return sorted(span for word in term.split(" ") for span in tokens.get(word, []))
 
 
 def word_spans(abstract: str, words: list[str], preprocess) -> list[list[int]]:
@@ -238,13 +268,15 @@ def explain(predictor, abstract: str, title: str | None = None, top_k: int = 3, 
     ``n_neighbors`` most similar labeled training abstracts (none when the artifact has no index)."""
     from papertrack.features.text import model_text
 
-    proba = predictor.predict_proba([abstract], [title])
+    explainer = explainer_for(predictor)
+    text = model_text(abstract, title, predictor.use_title)
+    proba, row = explainer.proba_and_features(text) if abstract.strip() else (None, None)
+    if proba is None:
+        proba = predictor.predict_proba([abstract], [title])
     answer = predictor.rank(proba, top_k)[0]
     label_index = {label: i for i, label in enumerate(predictor.space.labels)}
     labels = [label_index[t["label"]] for t in answer["tracks"]]
-    explainer = explainer_for(predictor)
-    text = model_text(abstract, title, predictor.use_title)
-    terms = explainer.terms(abstract, text, labels, n_terms, proba[0], title)
+    terms = explainer.terms(abstract, text, labels, n_terms, proba[0], title, row)
     index = getattr(predictor, "neighbors", None)
     return Explanation(**answer, method=explainer.method,
                        explanations=[TrackExplanation(label=t["label"], terms=ts)

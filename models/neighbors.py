@@ -14,7 +14,6 @@ from typing import TypedDict
 
 import numpy as np
 import scipy.sparse as sp
-import sklearn
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import normalize
 
@@ -35,8 +34,11 @@ class NeighborIndex:
     def __init__(self, vectorizer: TfidfVectorizer, matrix: sp.csr_matrix, ids: Sequence[str],
                  titles: Sequence[str | None], labels: Sequence[str], snippets: Sequence[str]):
         self.vectorizer = vectorizer
-        self.matrix = matrix
+        self.by_term = matrix.T.tocsr()  # (terms, abstracts): a query adds up the rows of its terms
         self.ids, self.titles, self.labels, self.snippets = list(ids), list(titles), list(labels), list(snippets)
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}  # not the built analyzer
 
     @classmethod
     def build(cls, abstracts: Sequence[str], ids: Sequence[str], titles: Sequence[str | None],
@@ -51,13 +53,31 @@ class NeighborIndex:
         return cls(vectorizer, matrix, ids, titles, labels, snippets)
 
     def __len__(self) -> int:
-        return self.matrix.shape[0]
+        return self.by_term.shape[1]
+
+    def vector(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """The query's TF-IDF vector as (term columns, values): what ``vectorizer.transform`` computes
+        (sublinear tf × idf, L2-normalised), without its per-call input validation."""
+        analyzer = self.__dict__.get("_analyzer")
+        if analyzer is None:
+            analyzer = self._analyzer = self.vectorizer.build_analyzer()
+        vocabulary = self.vectorizer.vocabulary_
+        counts: dict[int, int] = {}
+        for token in analyzer(text):
+            column = vocabulary.get(token)
+            if column is not None:
+                counts[column] = counts.get(column, 0) + 1
+        if not counts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        columns = np.fromiter(counts, dtype=np.int64, count=len(counts))
+        values = (1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))) \
+            * self.vectorizer.idf_[columns]
+        return columns, values / np.linalg.norm(values)
 
     def query(self, text: str, k: int = DEFAULT_NEIGHBORS) -> list[Neighbor]:
         """The ``k`` most similar training abstracts (cosine on TF-IDF words), most similar first."""
-        with sklearn.config_context(skip_parameter_validation=True):
-            row = self.vectorizer.transform([text])
-        scores = (self.matrix @ row.T).toarray().ravel()
+        columns, values = self.vector(text)
+        scores = np.asarray(self.by_term[columns].T @ values).ravel() if len(columns) else np.zeros(len(self))
         k = min(k, len(scores))
         if k <= 0:
             return []

@@ -135,6 +135,12 @@ def test_neighbours_find_the_training_abstract_itself():
         assert found[0]["similarity"] >= found[1]["similarity"] >= found[2]["similarity"]
         assert texts.index(texts[i]) in [int(n["id"][2:]) for n in found if n["similarity"] == found[0]["similarity"]]
         assert found[0]["label"] == labels[i]
+    # the query vector is exactly the vectorizer's transform
+    columns, values = predictor.neighbors.vector(ABSTRACT + " Attention, attention!")
+    expected = predictor.neighbors.vectorizer.transform([ABSTRACT + " Attention, attention!"]).toarray()[0]
+    dense = np.zeros_like(expected)
+    dense[columns] = values
+    assert np.allclose(dense, expected, atol=1e-6) and len(columns) == np.count_nonzero(expected)
     result = explain(predictor, ABSTRACT, n_neighbors=4)
     assert len(result["neighbors"]) == 4
     assert result["neighbors"][0]["label"] == "Deep Learning · Attention Mechanisms"

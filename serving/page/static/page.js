@@ -49,6 +49,7 @@ function showError(id, message) {
   box.hidden = !message;
 }
 
+const plural = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 const pct = (p) => `${(100 * p).toFixed(p >= 0.1 ? 0 : 1)}%`;
 
 function el(tag, attrs = {}, ...children) {
@@ -262,9 +263,9 @@ async function labelDump(file) {
     download.download = file.name.replace(/(\.gz)?$/i, "").replace(/\.[^.]*$/, "") + ".labeled.csv";
     download.hidden = false;
     download.focus();
-    $("dump-status").textContent = `${parsed.format}: ${papers.length} papers labeled` +
+    $("dump-status").textContent = `${parsed.format}: ${plural(papers.length, "paper")} labeled` +
       (failed ? `, ${failed} rejected (see the error column)` : "") +
-      (parsed.errors.length ? `; ${parsed.errors.length} records skipped (listed below)` : "") + ".";
+      (parsed.errors.length ? `; ${plural(parsed.errors.length, "record")} skipped (listed below)` : "") + ".";
   } catch (err) {
     $("dump-status").textContent = "";
     showError("dump-error", err.message);
