@@ -30,6 +30,10 @@ class AreaScore(TypedDict):
     probability: float
 
 
+CONFIDENCE_FIELDS = ("prediction_set", "confident")
+"""The answer fields a calibrated artifact adds (models/confidence.py); e.g. the labeler's CSV columns."""
+
+
 class Answer(TypedDict):
     tracks: list[Track]
     areas: list[AreaScore]

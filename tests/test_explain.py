@@ -165,14 +165,37 @@ def test_the_trained_artifact_carries_a_compact_neighbour_index(trained):
         assert size < 2_000_000
 
 
-# --------------------------------------------------------------------------- the service (in process)
+# --------------------------------------------------------------------------- the service (over HTTP)
 
-from tests.test_service import bento_home, client, imported  # noqa: E402,F401  the service fixtures
+from tests.test_serve_http import server, server_env  # noqa: E402,F401  `papertrack serve` on a free port
+
+
+class Client:
+    """httpx against the running service, with the TestClient-like calls these tests make."""
+
+    def __init__(self, url: str):
+        import httpx
+
+        self.http = httpx.Client(base_url=url, timeout=60)
+
+    def get(self, path):
+        return self.http.get(path)
+
+    def post(self, path, **kwargs):
+        return self.http.post(path, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    c = Client(server["url"])
+    yield c
+    c.http.close()
 
 REAL = ("We propose a sparse attention mechanism for transformers that reduces the quadratic cost of "
         "self-attention on long sequences while matching dense attention on language modeling benchmarks.")
 
 
+@pytest.mark.slow
 def test_explain_endpoint(client):
     predicted = client.post("/predict", json={"abstract": REAL, "top_k": 3}).json()
     assert {"prediction_set", "confident"} <= set(predicted)
@@ -190,6 +213,7 @@ def test_explain_endpoint(client):
         assert response.status_code == 400 and where in response.json()["error"], response.text
 
 
+@pytest.mark.slow
 def test_page_docs_and_static_files(client):
     page = client.get("/")
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
@@ -203,6 +227,7 @@ def test_page_docs_and_static_files(client):
     assert "/explain" in client.get("/docs.json").json()["paths"]
 
 
+@pytest.mark.slow
 def test_parse_dump_reads_every_layout_with_the_ingest_messages(client, data_dir):
     dump = (data_dir / "samples" / "labeled_dump.txt").read_bytes()
     body = client.post("/parse_dump?filename=labeled_dump.txt", content=dump,
