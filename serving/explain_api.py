@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from papertrack.models.explain import DEFAULT_TERMS, explain
+from papertrack.models.explain import DEFAULT_TERMS, explain, explainer_for
 from papertrack.models.neighbors import DEFAULT_NEIGHBORS
 from papertrack.serving.schemas import EXAMPLE_ABSTRACT, Abstract, ModelInfo, PaperResult, Title, TopK
 
@@ -69,3 +69,13 @@ class ExplainResponse(PaperResult):
 def warm_up(predictor) -> None:
     """Build the predictor's explainer (feature names, weights) before the first request."""
     explain(predictor, "warm-up abstract about neural networks", n_neighbors=1)
+
+
+async def explain_async(predictor, *args, **kwargs):
+    """:func:`explain` in the event loop when it costs a few milliseconds (a single linear TF-IDF model, like
+    ``/predict``), in a worker thread otherwise (occlusion, or an ensemble that must embed the abstract)."""
+    if explainer_for(predictor).method["kind"] == "exact-linear":
+        return explain(predictor, *args, **kwargs)
+    from anyio import to_thread
+
+    return await to_thread.run_sync(lambda: explain(predictor, *args, **kwargs))

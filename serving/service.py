@@ -183,12 +183,13 @@ class PaperTrack:
         return _json({**report, "model": self._model_json})
 
     @bentoml.api(route="/explain", input_spec=explain_api.ExplainRequest, output_spec=explain_api.ExplainResponse)
-    def explain(self, abstract: str, title: Optional[str] = None, top_k: int = 3, terms: int = 10,
-                neighbors: int = 5):
+    async def explain(self, abstract: str, title: Optional[str] = None, top_k: int = 3, terms: int = 10,
+                      neighbors: int = 5):
         """The ranked tracks, the terms that pushed each of them up, and the most similar labeled papers."""
         if top_k > self.n_labels:
             return self._top_k_error(top_k)
-        result = explain_api.explain(self.predictor, abstract, title, top_k, n_terms=terms, n_neighbors=neighbors)
+        result = await explain_api.explain_async(self.predictor, abstract, title, top_k, n_terms=terms,
+                                                 n_neighbors=neighbors)
         result["model"] = self._model_json
         return _json(result)
 
