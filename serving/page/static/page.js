@@ -136,8 +136,10 @@ function render(answer) {
     $("set-note").textContent = `Prediction set: ${answer.prediction_set.join("; ")}`;
   } else {
     badge.className = "badge unsure"; badge.textContent = "unsure";
-    $("set-note").textContent = `Unsure — the track is probably one of these ${answer.prediction_set.length}: ` +
-      answer.prediction_set.join("; ");
+    const set = answer.prediction_set;
+    $("set-note").textContent = set.length === 1
+      ? `Unsure — the top probability is below the model's confidence threshold; prediction set: ${set[0]}`
+      : `Unsure — the track is probably one of these ${set.length}: ${set.join("; ")}`;
   }
   $("method").textContent = `How: ${answer.method.kind} — ${answer.method.detail}`;
   const neighbors = $("neighbors");
