@@ -21,7 +21,9 @@ from mlflow.types.schema import Array, ColSpec, Object, ParamSchema, ParamSpec, 
 
 from papertrack.features.text import model_text
 from papertrack.models.card import DEFAULT_TOP_K, Answer, AreaScore, ModelCard, Track
+from papertrack.models.confidence import Confidence
 from papertrack.models.hierarchy import LabelSpace
+from papertrack.models.neighbors import NeighborIndex
 
 PREDICTOR_FILE = "predictor.joblib"
 
@@ -30,18 +32,25 @@ class TrackPredictor:
     """A fitted classifier over a label space, answering ranked tracks and areas."""
 
     def __init__(self, classifier: Any, space: LabelSpace, card: ModelCard, use_title: bool = False,
-                 training_profile: Any = None):
+                 training_profile: Any = None, confidence: Confidence | None = None,
+                 neighbors: NeighborIndex | None = None):
         self.classifier = classifier
         self.space = space
         self.card = card
         self.use_title = use_title
         # what the training data looked like (models.drift.TrainingProfile), set at refit; None for older models
         self.training_profile = training_profile
+        # calibrated on held-out predictions at training time: prediction sets and the confident flag
+        self.confidence = confidence
+        # the labeled training abstracts, for "nearest labeled papers" (models/explain.py)
+        self.neighbors = neighbors
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # a predictor pickled before model cards existed carries an ``info`` dict instead
         info = state.pop("info", None)
         state.setdefault("training_profile", None)
+        state.setdefault("confidence", None)  # pickled before calibration existed
+        state.setdefault("neighbors", None)
         self.__dict__.update(state)
         if "card" not in state:
             self.card = ModelCard.from_info(info or {}, self.space.n_labels, len(self.space.areas),
@@ -94,6 +103,11 @@ class TrackPredictor:
                 tracks.append(Track(label=label, area=area, subarea=subarea, probability=p))
             results.append(Answer(tracks=tracks,
                                   areas=[AreaScore(area=areas[j], probability=p) for j, p in zip(order_row, ap_row)]))
+        if self.confidence is not None:
+            sets, sure = self.confidence.sets(proba), self.confidence.confident(proba).tolist()
+            for answer, members, is_sure in zip(results, sets, sure):
+                answer["prediction_set"] = [labels[j] for j in members.tolist()]
+                answer["confident"] = is_sure
         return results
 
     def predict(self, abstracts: Sequence[str], titles: Sequence[str | None] | None = None,
@@ -131,7 +145,8 @@ def _top_indices(proba: np.ndarray, k: int) -> np.ndarray:
 
 
 class PaperTrackModel(mlflow.pyfunc.PythonModel):
-    """The MLflow pyfunc: DataFrame(abstract[, title]) -> DataFrame(tracks, areas); param top_k."""
+    """The MLflow pyfunc: DataFrame(abstract[, title]) -> DataFrame(tracks, areas[, prediction_set, confident]);
+    param top_k."""
 
     def load_context(self, context) -> None:
         self.predictor = TrackPredictor.load(Path(context.artifacts["predictor"]))
@@ -141,7 +156,11 @@ class PaperTrackModel(mlflow.pyfunc.PythonModel):
         if not isinstance(model_input, pd.DataFrame):
             model_input = pd.DataFrame(model_input)
         answers = self.predictor.predict_frame(model_input, top_k)
-        return pd.DataFrame({"tracks": [a["tracks"] for a in answers], "areas": [a["areas"] for a in answers]})
+        columns = {"tracks": [a["tracks"] for a in answers], "areas": [a["areas"] for a in answers]}
+        if self.predictor.confidence is not None:
+            columns["prediction_set"] = [a["prediction_set"] for a in answers]
+            columns["confident"] = [a["confident"] for a in answers]
+        return pd.DataFrame(columns)
 
 
 def signature() -> ModelSignature:
@@ -150,7 +169,9 @@ def signature() -> ModelSignature:
     area = Object([Property("area", "string"), Property("probability", "double")])
     return ModelSignature(
         inputs=Schema([ColSpec("string", "abstract"), ColSpec("string", "title", required=False)]),
-        outputs=Schema([ColSpec(Array(track), "tracks"), ColSpec(Array(area), "areas")]),
+        outputs=Schema([ColSpec(Array(track), "tracks"), ColSpec(Array(area), "areas"),
+                        ColSpec(Array("string"), "prediction_set", required=False),
+                        ColSpec("boolean", "confident", required=False)]),
         params=ParamSchema([ParamSpec("top_k", "long", DEFAULT_TOP_K)]),
     )
 

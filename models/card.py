@@ -4,7 +4,8 @@
 cross-validated metrics, label-space facts — built once where the model is logged
 (:mod:`papertrack.training.sweep`) and read everywhere else (service, labeler, BentoML import).
 :class:`Track`, :class:`AreaScore` and :class:`Answer` are what :meth:`TrackPredictor.predict`
-returns; they are ``TypedDict``s, so an answer serialises to exactly the JSON it always had.
+returns; they are ``TypedDict``s, so an answer serialises to exactly the JSON it always had (plus
+``prediction_set`` and ``confident`` when the artifact is calibrated).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 DEFAULT_TOP_K = 3  # tracks per answer unless asked otherwise
 
@@ -29,9 +30,16 @@ class AreaScore(TypedDict):
     probability: float
 
 
+CONFIDENCE_FIELDS = ("prediction_set", "confident")
+"""The answer fields a calibrated artifact adds (models/confidence.py); e.g. the labeler's CSV columns."""
+
+
 class Answer(TypedDict):
     tracks: list[Track]
     areas: list[AreaScore]
+    # present when the artifact carries a confidence calibration (models/confidence.py):
+    prediction_set: NotRequired[list[str]]  # conformal set at the nominal coverage, most probable first
+    confident: NotRequired[bool]  # top-1 probability reaches the threshold chosen for the target precision
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,12 @@ class ModelInfo(BaseModel):
 class PaperResult(BaseModel):
     tracks: list[Track] = Field(description="The top_k tracks, most probable first.")
     areas: list[AreaScore] = Field(description="Every area, most probable first.")
+    prediction_set: Optional[list[str]] = Field(None, description=(
+        "Conformal prediction set: the most probable labels that together hold the true one for about 90% of "
+        "abstracts (nominal coverage, calibrated on held-out predictions at training time)."))
+    confident: Optional[bool] = Field(None, description=(
+        "True when the top-1 probability reaches the threshold chosen at training time for the target "
+        "top-1 precision; false means: treat the answer as unsure and look at prediction_set."))
 
 
 class PredictResponse(PaperResult):

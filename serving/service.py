@@ -1,7 +1,9 @@
 """The papertrack HTTP service (BentoML 1.4): the champion, loaded once per worker from the BentoML store.
 
 Endpoints: ``POST /predict``, ``POST /predict_batch``, ``POST /drift``, ``GET /metadata``, plus BentoML's ``/healthz``,
-``/livez``, ``/readyz``, ``/metrics`` (Prometheus) and the OpenAPI page at ``/`` (spec at ``/docs.json``).
+``/livez``, ``/readyz``, ``/metrics`` (Prometheus); ``POST /explain`` (the terms behind each track and the nearest
+labeled papers); the page for people at ``GET /`` and the OpenAPI page at ``/docs`` (spec at ``/docs.json``),
+see :mod:`papertrack.serving.page`.
 
 Run it with ``papertrack serve`` (imports the current champion, then ``bentoml serve`` on 127.0.0.1), or
 directly with ``bentoml serve papertrack.serving.service:PaperTrack --host 127.0.0.1`` once a model is in
@@ -37,7 +39,7 @@ from starlette.responses import Response
 
 from papertrack import settings
 from papertrack.errors import NoModelError
-from papertrack.serving import metrics, schemas, store
+from papertrack.serving import explain_api, metrics, page, schemas, store
 from papertrack.serving.balance import ConnectionRecycler
 from papertrack.serving.drift import request_schema as drift_request_schema
 from papertrack.serving.guard import RequestGuard, error_body
@@ -95,6 +97,7 @@ class LocalBentoModel(BentoModel):
 
 # GET /metadata lives in a small FastAPI app mounted on the service (BentoML APIs are POST-only).
 metadata_app = FastAPI(title="papertrack", docs_url=None, redoc_url=None, openapi_url=None)
+page.install(metadata_app)  # GET / (the page), GET /docs (OpenAPI page), POST /parse_dump
 
 
 @bentoml.service(
@@ -143,6 +146,7 @@ class PaperTrack:
             metrics={k: float(v) for k, v in metrics.items()}, limits=schemas.LIMITS,
         )
         self.predictor.predict(["warm-up abstract"])  # first-call costs out of the first request
+        explain_api.warm_up(self.predictor)  # the explainer is built once per worker
         gc.freeze()  # the libraries and the model live as long as the worker: keep them out of GC scans
         logger.info("papertrack model %s (v%s, run %s) loaded", stored.tag, self.model_info.version,
                     self.model_info.run_id)
@@ -177,6 +181,17 @@ class PaperTrack:
         except NoProfile as exc:
             return Response(error_body(str(exc)), status_code=409, media_type="application/json")
         return _json({**report, "model": self._model_json})
+
+    @bentoml.api(route="/explain", input_spec=explain_api.ExplainRequest, output_spec=explain_api.ExplainResponse)
+    async def explain(self, abstract: str, title: Optional[str] = None, top_k: int = 3, terms: int = 10,
+                      neighbors: int = 5):
+        """The ranked tracks, the terms that pushed each of them up, and the most similar labeled papers."""
+        if top_k > self.n_labels:
+            return self._top_k_error(top_k)
+        result = await explain_api.explain_async(self.predictor, abstract, title, top_k, n_terms=terms,
+                                                 n_neighbors=neighbors)
+        result["model"] = self._model_json
+        return _json(result)
 
     @metadata_app.get("/metadata", response_model=schemas.MetadataResponse, tags=["Service APIs"],
                       summary="The served model: version, run, training data digest, labels, metrics")

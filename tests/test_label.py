@@ -92,6 +92,7 @@ def test_jsonl_one_row_per_record_in_order_with_errors(dump, tmp_path, backend):
         assert row["label"] == record.label
         assert row["in_top_k"] == (None if record.label is None else record.label in [t["label"] for t in row["tracks"]])
         assert row["title"] == record.title
+        assert (row["prediction_set"], row["confident"]) == (answer["prediction_set"], answer["confident"])
 
     text = flat(result.output)
     assert f"306 input records = {len(rows)} labeled rows ({out}) + {len(errors)} errors" in text
@@ -109,7 +110,8 @@ def test_csv_output_matches_jsonl(dump, tmp_path):
     with open(tmp_path / "a.csv", newline="", encoding="utf-8") as f:
         table = list(csv.DictReader(f))
     assert list(table[0]) == ["id", "source", "line", "title", "track_1", "probability_1", "track_2",
-                              "probability_2", "area", "area_probability", "label", "in_top_k"]
+                              "probability_2", "area", "area_probability", "label", "in_top_k",
+                              "prediction_set", "confident"]
     assert len(table) == len(rows)
     for row, line in zip(rows, table):
         assert line["id"] == row["id"] and int(line["line"]) == row["line"]
@@ -118,6 +120,8 @@ def test_csv_output_matches_jsonl(dump, tmp_path):
         assert float(line["area_probability"]) == row["area_probability"]
         assert line["label"] == (row["label"] or "")
         assert line["in_top_k"] == ("" if row["in_top_k"] is None else str(row["in_top_k"]).lower())
+        assert json.loads(line["prediction_set"]) == row["prediction_set"] and row["prediction_set"]
+        assert line["confident"] == str(row["confident"]).lower()
 
 
 def test_every_input_format_in_one_run(trained, data_dir, tmp_path):

@@ -96,13 +96,14 @@ def test_predict_over_http_equals_the_pyfunc(server, trained, records):
     with bentoml.SyncHTTPClient(server["url"], timeout=30) as client:
         for record in records[:8]:
             body = client.predict(abstract=record["abstract"], title=None, top_k=3)
-            assert set(body) == {"tracks", "areas", "model"}
+            assert set(body) == {"tracks", "areas", "prediction_set", "confident", "model"}
             assert len(body["tracks"]) == 3
             assert body["model"]["name"] == "papertrack"
             assert body["model"]["run_id"] == trained["result"].winner.run_id
             expected = pyfunc.predict(pd.DataFrame({"abstract": [record["abstract"]]}), params={"top_k": 3}).iloc[0]
             assert body["tracks"] == list(expected["tracks"])
             assert body["areas"] == list(expected["areas"])
+            assert body["prediction_set"] == list(expected["prediction_set"])
 
 
 def test_batch_metadata_and_system_endpoints_over_http(server, trained, records):
@@ -115,7 +116,8 @@ def test_batch_metadata_and_system_endpoints_over_http(server, trained, records)
     results = response.json()["results"]
     assert len(results) == 20 and all(len(r["tracks"]) == 4 for r in results)
     single = httpx.post(f"{url}/predict", json={**papers[7], "top_k": 4}, timeout=30).json()
-    assert results[7] == {"tracks": single["tracks"], "areas": single["areas"]}
+    single.pop("model")
+    assert results[7] == single
 
     meta = httpx.get(f"{url}/metadata", timeout=10).json()
     assert meta["data_digest"] == trained["result"].data_digest

@@ -158,7 +158,7 @@ def test_predict(client, pyfunc, imported):
     response = client.post("/predict", json={"abstract": ABSTRACTS[0], "title": None, "top_k": 3})
     assert response.status_code == 200, response.text
     body = response.json()
-    assert set(body) == {"tracks", "areas", "model"}
+    assert set(body) == {"tracks", "areas", "prediction_set", "confident", "model"}
     check_result(body, 3, predictor.space.n_labels)
     assert len(body["areas"]) == len(predictor.space.areas)
     assert body["model"] == {"name": "papertrack", "version": imported.info.metadata["version"],
@@ -168,6 +168,7 @@ def test_predict(client, pyfunc, imported):
 
     expected = model.predict(pd.DataFrame({"abstract": [ABSTRACTS[0]]}), params={"top_k": 3}).iloc[0]
     assert body["tracks"] == list(expected["tracks"]) and body["areas"] == list(expected["areas"])
+    assert body["prediction_set"] == list(expected["prediction_set"]) and body["confident"] == expected["confident"]
 
 
 @pytest.mark.parametrize("top_k", [1, 5])
@@ -196,10 +197,11 @@ def test_predict_batch_keeps_order_and_matches_predict(client, pyfunc):
     assert set(body) == {"results", "model"}
     assert len(body["results"]) == len(papers)
     for paper, result in zip(papers, body["results"]):
-        assert set(result) == {"tracks", "areas"}
+        assert set(result) == {"tracks", "areas", "prediction_set", "confident"}
         check_result(result, 2, pyfunc[0].space.n_labels)
         single = client.post("/predict", json={**paper, "top_k": 2}).json()
-        assert result == {"tracks": single["tracks"], "areas": single["areas"]}
+        single.pop("model")
+        assert result == single
 
 
 def test_metadata(client, trained, imported, pyfunc):

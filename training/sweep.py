@@ -298,6 +298,8 @@ def _refit_and_log(winner: CandidateResult, data: TrainingSet, seed: int, use_ti
     example = pd.DataFrame({"abstract": [r.abstract for r in data.records[:2]],
                             "title": [r.title or "" for r in data.records[:2]]})
     with tempfile.TemporaryDirectory() as tmp, mlflow.start_run(run_id=winner.run_id, nested=True):
+        from papertrack.training import artifact_extras  # confidence calibration + neighbour index (issue 11)
+        artifact_extras.attach(predictor, winner.cv.oof_proba, data)
         path = predictor.save(Path(tmp) / PREDICTOR_FILE)
         logged = mlflow.pyfunc.log_model(
             name="model", python_model=PaperTrackModel(), artifacts={"predictor": str(path)},

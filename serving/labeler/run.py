@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, detect_format, iter_records, open_input
+from papertrack.models.card import CONFIDENCE_FIELDS
 from papertrack.serving.labeler import checkpoint
 from papertrack.serving.labeler.checkpoint import Paths, default_errors_path, fingerprint
 from papertrack.serving.labeler.errors import LabelError
@@ -83,7 +84,7 @@ def label_dumps(inputs: Sequence[Path], output: Path, backend, *, top_k: int = 3
     settings = {"version": checkpoint.VERSION, "inputs": fingerprint(inputs), "formats": formats,
                 "output": str(paths.output.resolve()), "errors": str(paths.errors.resolve()), "kind": kind,
                 "top_k": top_k, "model": backend.identity}
-    rows = RowFormat(kind, top_k)
+    rows = RowFormat(kind, top_k, extras=CONFIDENCE_FIELDS)  # empty cells for a model without calibration
     k = min(max(top_k, SUMMARY_K), backend.n_labels)
 
     state = checkpoint.load(paths, settings, notice) if resume else None

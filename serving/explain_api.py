@@ -1,0 +1,81 @@
+"""``POST /explain``: request and response models (pydantic, strict like the other endpoints).
+
+The answer itself comes from :func:`papertrack.models.explain.explain` — the same explanation any script
+gets from the artifact.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from papertrack.models.explain import DEFAULT_TERMS, explain, explainer_for
+from papertrack.models.neighbors import DEFAULT_NEIGHBORS
+from papertrack.serving.schemas import EXAMPLE_ABSTRACT, Abstract, ModelInfo, PaperResult, Title, TopK
+
+MAX_NEIGHBORS = 50
+MAX_TERMS = 50
+
+
+class ExplainRequest(BaseModel):
+    """Body of ``POST /explain``."""
+
+    model_config = ConfigDict(
+        strict=True, extra="forbid",
+        json_schema_extra={"example": {"abstract": EXAMPLE_ABSTRACT, "title": None, "top_k": 3}},
+    )
+
+    abstract: Abstract
+    title: Title = None
+    top_k: TopK = 3
+    terms: Annotated[int, Field(ge=1, le=MAX_TERMS, description="Terms per track (most weight first).")] = DEFAULT_TERMS
+    neighbors: Annotated[int, Field(ge=0, le=MAX_NEIGHBORS,
+                                    description="How many similar labeled training abstracts to return.")] = DEFAULT_NEIGHBORS
+
+
+class Term(BaseModel):
+    term: str
+    weight: float = Field(description="How much the term pushed the track up: coefficient × tf-idf for linear "
+                                      "models, the probability drop when the word is removed for occlusion.")
+    spans: list[list[int]] = Field(description="[start, end) character offsets of the term in the abstract.")
+
+
+class TrackExplanation(BaseModel):
+    label: str
+    terms: list[Term] = Field(description="The terms that pushed this track up, most weight first (up to `terms`).")
+
+
+class Method(BaseModel):
+    kind: str = Field(description="exact-linear, linear-member (an ensemble's linear TF-IDF member) or occlusion.")
+    detail: str
+
+
+class Neighbor(BaseModel):
+    id: str
+    title: Optional[str] = None
+    label: str
+    similarity: float = Field(description="Cosine similarity of TF-IDF word vectors (0 to 1).")
+    snippet: str = Field(description="The start of the neighbour's abstract.")
+
+
+class ExplainResponse(PaperResult):
+    method: Method
+    explanations: list[TrackExplanation] = Field(description="One per returned track, in the same order.")
+    neighbors: list[Neighbor]
+    model: ModelInfo
+
+
+def warm_up(predictor) -> None:
+    """Build the predictor's explainer (feature names, weights) before the first request."""
+    explain(predictor, "warm-up abstract about neural networks", n_neighbors=1)
+
+
+async def explain_async(predictor, *args, **kwargs):
+    """:func:`explain` in the event loop when it costs a few milliseconds (a single linear TF-IDF model, like
+    ``/predict``), in a worker thread otherwise (occlusion, or an ensemble that must embed the abstract)."""
+    if explainer_for(predictor).method["kind"] == "exact-linear":
+        return explain(predictor, *args, **kwargs)
+    from anyio import to_thread
+
+    return await to_thread.run_sync(lambda: explain(predictor, *args, **kwargs))

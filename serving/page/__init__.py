@@ -1,0 +1,100 @@
+"""The page for people, served by the same BentoML service: ``GET /`` (plain HTML/CSS/JS shipped in this folder,
+nothing from the network), BentoML's OpenAPI page moved to ``GET /docs`` (its spec stays at ``/docs.json``),
+and ``POST /parse_dump``, which reads a dropped dump with :mod:`papertrack.features.ingest` — the one parser of
+every input layout — so the page labels any file ``papertrack label`` reads, with the same messages.
+
+:func:`install` adds these routes to the service's mounted FastAPI app.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import FileResponse, Response
+from starlette.staticfiles import StaticFiles
+
+from papertrack.features.ingest import IngestError, Record, detect_format, iter_records
+
+STATIC = Path(__file__).parent / "static"
+MAX_DUMP_BYTES = 20 * 1024 * 1024
+"""Largest file the page may send to ``/parse_dump`` (bytes); label larger dumps with ``papertrack label``."""
+MAX_DUMP_RECORDS = 20_000
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def install(app: FastAPI) -> None:
+    app.add_api_route("/", index, methods=["GET"], include_in_schema=False)
+    app.add_api_route("/docs", openapi_page, methods=["GET"], include_in_schema=False)
+    app.add_api_route("/parse_dump", parse_dump, methods=["POST"], tags=["Service APIs"],
+                      summary="Read a dump (JSONL, JSON, CSV, text layouts; gzip ok) into papers to label")
+    app.mount("/page", StaticFiles(directory=STATIC), name="page")
+
+
+async def index() -> FileResponse:
+    return FileResponse(STATIC / "index.html", media_type="text/html")
+
+
+async def openapi_page() -> FileResponse:
+    """BentoML's own OpenAPI (Swagger UI) page, which it serves at ``/`` when nothing else does."""
+    import _bentoml_impl.server as bentoml_server
+
+    return FileResponse(Path(bentoml_server.__file__).parent / "main-openapi.html", media_type="text/html")
+
+
+def _error(message: str, status: int = 400) -> Response:
+    from papertrack.serving.guard import error_body
+
+    return Response(error_body(message), status_code=status, media_type="application/json")
+
+
+async def parse_dump(request: Request, filename: str = "dump.txt", format: str | None = None) -> Response:
+    """The body is the file's bytes (any Content-Type); ``filename`` gives the extension used to detect the
+    layout (``format`` overrides it). Answers ``{"format", "papers": [{id, title, abstract, label, line}],
+    "errors": [{line, kind, reason}]}`` or a 4xx whose ``error`` names the file, the line and the problem."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > MAX_DUMP_BYTES:
+        return _error(_too_big(filename), 413)
+    body, size = bytearray(), 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_DUMP_BYTES:
+            return _error(_too_big(filename), 413)
+        body += chunk
+    name = _SAFE_NAME.sub("_", Path(filename).name)[-120:] or "dump.txt"
+    try:
+        result = await run_in_threadpool(read_dump, bytes(body), name, format)
+    except IngestError as exc:
+        return _error(f"{name}{'' if exc.line is None else f':{exc.line}'}: {exc.message}")
+    import json
+
+    return Response(json.dumps(result, ensure_ascii=False).encode("utf-8"), media_type="application/json")
+
+
+def read_dump(data: bytes, name: str, fmt: str | None = None) -> dict:
+    """Every record of a dump given as bytes (written to a temporary file named ``name`` for ingest)."""
+    with tempfile.TemporaryDirectory(prefix="papertrack-dump-") as folder:
+        path = Path(folder) / name
+        path.write_bytes(data)
+        fmt = detect_format(path, fmt)
+        papers, errors = [], []
+        for item in iter_records(path, fmt, labeled=None):
+            if isinstance(item, Record):
+                papers.append({"id": item.id, "title": item.title, "abstract": item.abstract, "label": item.label,
+                               "line": item.line})
+            else:
+                errors.append({"line": item.line, "kind": item.kind, "reason": item.reason})
+            if len(papers) + len(errors) > MAX_DUMP_RECORDS:
+                raise IngestError(name, item.line, f"more than {MAX_DUMP_RECORDS:,} records: label this dump with "
+                                                   f"`papertrack label {name} -o labeled.csv`")
+    if not papers and not errors:
+        raise IngestError(name, None, "no record found")
+    return {"format": fmt, "papers": papers, "errors": errors}
+
+
+def _too_big(filename: str) -> str:
+    return (f"{filename} is larger than {MAX_DUMP_BYTES // (1024 * 1024)} MB; label it with "
+            f"`papertrack label {filename} -o labeled.csv`")

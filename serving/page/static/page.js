@@ -1,0 +1,304 @@
+// The papertrack page: one paper -> POST /explain; a dropped dump -> POST /parse_dump (the server's one parser of
+// every input layout), then POST /predict_batch in chunks -> a CSV to download. Every error shown is the API's
+// own message; every request has a timeout, so nothing hangs.
+"use strict";
+
+const CHUNK = 100;            // papers per /predict_batch request
+const TIMEOUT_MS = 60000;     // per request
+const DUMP_TOP_K = 3;
+const $ = (id) => document.getElementById(id);
+
+// ------------------------------------------------------------------ API calls
+
+class ApiError extends Error {}
+
+async function api(path, options = {}) {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), TIMEOUT_MS);
+  let response;
+  try {
+    response = await fetch(path, { ...options, signal: controller.signal });
+  } catch (err) {
+    throw new ApiError(err.name === "AbortError"
+      ? `${path}: no answer after ${TIMEOUT_MS / 1000} s`
+      : `cannot reach the service (${err.message})`);
+  } finally {
+    clearTimeout(timer);
+  }
+  const text = await response.text();
+  let body = null;
+  try { body = JSON.parse(text); } catch (_) { /* not JSON */ }
+  if (!response.ok) {
+    const message = body && (body.error || body.detail) ? (body.error || JSON.stringify(body.detail))
+      : (text.trim().slice(0, 300) || response.statusText);
+    const error = new ApiError(`${response.status}: ${message}`);
+    error.status = response.status;
+    throw error;
+  }
+  if (body === null) throw new ApiError(`${path} answered something that is not JSON`);
+  return body;
+}
+
+const postJson = (path, data) => api(path, {
+  method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(data),
+});
+
+function showError(id, message) {
+  const box = $(id);
+  box.textContent = message || "";
+  box.hidden = !message;
+}
+
+const plural = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
+const pct = (p) => `${(100 * p).toFixed(p >= 0.1 ? 0 : 1)}%`;
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+
+function bar(p, label) {
+  const fill = el("span");
+  fill.style.width = `${Math.max(0, Math.min(100, 100 * p))}%`;
+  return el("span", { class: "bar", role: "img", "aria-label": `${label}: ${pct(p)}` }, fill);
+}
+
+// ------------------------------------------------------------------ model info
+
+async function loadModel() {
+  try {
+    const meta = await api("/metadata");
+    const m = meta.model;
+    $("model-info").textContent = `model ${m.name} v${m.version} · ${meta.candidate || "?"} · ` +
+      `${meta.n_labels} tracks in ${meta.areas.length} areas`;
+  } catch (err) {
+    $("model-info").textContent = `model information unavailable: ${err.message}`;
+  }
+}
+
+// ------------------------------------------------------------------ one paper
+
+let current = null;  // the last /explain answer
+
+async function classify(event) {
+  if (event) event.preventDefault();
+  const button = $("classify");
+  const title = $("title").value.trim();
+  const payload = { abstract: $("abstract").value, title: title || null, top_k: Number($("top-k").value) };
+  showError("paper-error", "");
+  button.disabled = true;
+  $("paper-status").textContent = "classifying…";
+  try {
+    current = await postJson("/explain", payload);
+    current.abstract_text = payload.abstract;  // the spans are offsets in the text sent
+    render(current);
+    $("paper-status").textContent = "";
+  } catch (err) {
+    $("paper-status").textContent = "";
+    showError("paper-error", err.message);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+function render(answer) {
+  $("results").hidden = false;
+  const inSet = new Set(answer.prediction_set || []);
+  const tracks = $("tracks");
+  tracks.replaceChildren();
+  answer.tracks.forEach((t, i) => {
+    const button = el("button", { type: "button", class: "track", "aria-pressed": String(i === 0),
+                                  "data-label": t.label },
+      el("span", { class: "name", text: `${i + 1}. ${t.label}` }), el("span", { class: "pct", text: pct(t.probability) }),
+      bar(t.probability, t.label));
+    button.addEventListener("click", () => selectTrack(i));
+    tracks.append(el("li", inSet.has(t.label) && inSet.size > 1 ? { class: "in-set" } : {}, button));
+  });
+  const areas = $("areas");
+  areas.replaceChildren();
+  for (const a of answer.areas.slice(0, 6)) {
+    areas.append(el("li", {}, el("span", { class: "track" },
+      el("span", { class: "name", text: a.area }), el("span", { class: "pct", text: pct(a.probability) }),
+      bar(a.probability, a.area))));
+  }
+  const badge = $("badge");
+  if (answer.confident === undefined || answer.confident === null) {
+    badge.className = "badge"; badge.textContent = "";
+    $("set-note").textContent = "";
+  } else if (answer.confident) {
+    badge.className = "badge sure"; badge.textContent = "confident";
+    $("set-note").textContent = `Prediction set: ${answer.prediction_set.join("; ")}`;
+  } else {
+    badge.className = "badge unsure"; badge.textContent = "unsure";
+    const set = answer.prediction_set;
+    $("set-note").textContent = set.length === 1
+      ? `Unsure — the top probability is below the model's confidence threshold; prediction set: ${set[0]}`
+      : `Unsure — the track is probably one of these ${set.length}: ${set.join("; ")}`;
+  }
+  $("method").textContent = `How: ${answer.method.kind} — ${answer.method.detail}`;
+  const neighbors = $("neighbors");
+  neighbors.replaceChildren();
+  for (const n of answer.neighbors) {
+    neighbors.append(el("li", {},
+      el("strong", { text: n.title || n.id }), el("br"),
+      el("span", { class: "meta", text: `${n.label} · similarity ${n.similarity.toFixed(2)}` }), el("br"),
+      el("span", { text: n.snippet })));
+  }
+  if (!answer.neighbors.length) neighbors.append(el("li", { text: "no similar labeled paper in the model" }));
+  selectTrack(0);
+}
+
+function selectTrack(index) {
+  if (!current) return;
+  document.querySelectorAll("#tracks .track").forEach((b, i) => b.setAttribute("aria-pressed", String(i === index)));
+  const label = current.tracks[index].label;
+  const explanation = current.explanations[index] || { terms: [] };
+  $("why-track").textContent = `(${label})`;
+  $("hl-track").textContent = label;
+  const terms = $("terms");
+  terms.replaceChildren();
+  for (const t of explanation.terms) terms.append(el("span", { text: `${t.term} +${t.weight.toPrecision(2)}` }));
+  if (!explanation.terms.length) terms.append(el("span", { text: "no term pushed this track up" }));
+  highlight(current.abstract_text, explanation.terms);
+}
+
+function highlight(text, terms) {
+  const spans = [];
+  for (const t of terms) for (const [start, end] of t.spans) spans.push({ start, end, term: t.term, weight: t.weight });
+  spans.sort((a, b) => a.start - b.start || b.end - a.end);
+  const out = $("highlighted");
+  out.replaceChildren();
+  let at = 0;
+  for (const s of spans) {
+    if (s.start < at) continue;  // overlapping n-grams: the first wins
+    out.append(text.slice(at, s.start));
+    out.append(el("mark", { title: `${s.term}: +${s.weight.toPrecision(2)}`, text: text.slice(s.start, s.end) }));
+    at = s.end;
+  }
+  out.append(text.slice(at));
+}
+
+// ------------------------------------------------------------------ a dump
+
+function csvCell(value) {
+  const s = value === null || value === undefined ? "" : String(value);
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+function csvRows(papers, results) {
+  const header = ["id", "line", "title"];
+  for (let i = 1; i <= DUMP_TOP_K; i++) header.push(`track_${i}`, `probability_${i}`);
+  header.push("area", "area_probability", "prediction_set", "confident", "label", "error");
+  const lines = [header.map(csvCell).join(",")];
+  papers.forEach((paper, i) => {
+    const r = results[i];
+    const cells = [paper.id, paper.line, paper.title];
+    for (let k = 0; k < DUMP_TOP_K; k++) {
+      const t = r && r.tracks ? r.tracks[k] : null;
+      cells.push(t ? t.label : "", t ? t.probability : "");
+    }
+    const area = r && r.areas ? r.areas[0] : null;
+    cells.push(area ? area.area : "", area ? area.probability : "",
+      r && r.prediction_set ? r.prediction_set.join(" | ") : "",
+      r && r.confident !== undefined ? String(r.confident) : "", paper.label, r && r.error ? r.error : "");
+    lines.push(cells.map(csvCell).join(","));
+  });
+  return lines.join("\n") + "\n";
+}
+
+async function labelChunk(chunk) {
+  const body = { papers: chunk.map((p) => ({ abstract: p.abstract, title: p.title })), top_k: DUMP_TOP_K };
+  try {
+    return (await postJson("/predict_batch", body)).results;
+  } catch (err) {
+    if (err.status !== 400 || chunk.length === 1) {
+      if (err.status === 400) return [{ error: err.message }];
+      throw err;
+    }
+    // the service rejects some paper of the chunk (e.g. too long): label the others one by one
+    const out = [];
+    for (const paper of chunk) out.push(...(await labelChunk([paper])));
+    return out;
+  }
+}
+
+let busy = false;
+
+async function labelDump(file) {
+  if (busy || !file) return;
+  busy = true;
+  const progress = $("dump-progress");
+  const download = $("dump-download");
+  showError("dump-error", "");
+  $("dump-skipped").replaceChildren();
+  download.hidden = true;
+  progress.hidden = false;
+  progress.removeAttribute("value");  // indeterminate while the file is read
+  $("dump-status").textContent = `reading ${file.name}…`;
+  try {
+    const parsed = await api(`/parse_dump?filename=${encodeURIComponent(file.name)}`, {
+      method: "POST", headers: { "Content-Type": "application/octet-stream" }, body: file,
+    });
+    for (const e of parsed.errors.slice(0, 50)) {
+      $("dump-skipped").append(el("li", { text: `${file.name}:${e.line}: ${e.reason}` }));
+    }
+    const papers = parsed.papers;
+    if (!papers.length) throw new ApiError(`${file.name}: no paper with an abstract (${parsed.errors.length} skipped)`);
+    progress.max = papers.length;
+    progress.value = 0;
+    const results = [];
+    for (let start = 0; start < papers.length; start += CHUNK) {
+      results.push(...(await labelChunk(papers.slice(start, start + CHUNK))));
+      progress.value = results.length;
+      $("dump-status").textContent = `${parsed.format}: labeled ${results.length} of ${papers.length} papers`;
+    }
+    const failed = results.filter((r) => r.error).length;
+    const blob = new Blob([csvRows(papers, results)], { type: "text/csv" });
+    if (download.href) URL.revokeObjectURL(download.href);
+    download.href = URL.createObjectURL(blob);
+    download.download = file.name.replace(/(\.gz)?$/i, "").replace(/\.[^.]*$/, "") + ".labeled.csv";
+    download.hidden = false;
+    download.focus();
+    $("dump-status").textContent = `${parsed.format}: ${plural(papers.length, "paper")} labeled` +
+      (failed ? `, ${failed} rejected (see the error column)` : "") +
+      (parsed.errors.length ? `; ${plural(parsed.errors.length, "record")} skipped (listed below)` : "") + ".";
+  } catch (err) {
+    $("dump-status").textContent = "";
+    showError("dump-error", err.message);
+  } finally {
+    progress.hidden = true;
+    busy = false;
+  }
+}
+
+// ------------------------------------------------------------------ wiring
+
+function wire() {
+  $("paper-form").addEventListener("submit", classify);
+  $("abstract").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) classify(e);
+  });
+  const zone = $("drop-zone");
+  const input = $("dump-file");
+  zone.addEventListener("click", () => input.click());
+  zone.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" || e.key === " ") { e.preventDefault(); input.click(); }
+  });
+  zone.addEventListener("dragover", (e) => { e.preventDefault(); zone.classList.add("over"); });
+  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+  zone.addEventListener("drop", (e) => {
+    e.preventDefault();
+    zone.classList.remove("over");
+    if (e.dataTransfer.files.length) labelDump(e.dataTransfer.files[0]);
+  });
+  input.addEventListener("change", () => { if (input.files.length) labelDump(input.files[0]); input.value = ""; });
+  loadModel();
+}
+
+wire();
