@@ -168,7 +168,7 @@ def cmd_static(args) -> None:
     from sklearn.linear_model import LogisticRegression
 
     from papertrack.features.ingest import load_dataset
-    from papertrack.models.candidates import CANDIDATES
+    from papertrack.models.catalogue import CANDIDATES
     from papertrack.models.embedding_candidates import SoftKNN
     from papertrack.models.estimators import TextClassifier
     from papertrack.training.cv import cross_validate, fold_indices
@@ -200,9 +200,9 @@ def cmd_static(args) -> None:
         **{name: (lambda name=name: CANDIDATES[name].build(n, 42))
            for name in ("tfidf-word-logreg", "tfidf-word12-cnb", "tfidf-word-svm")},
     }
-    oof = {name: cross_validate(build, data.texts, data.y, data.space, 5, 42).oof_proba
-           for name, build in builds.items()}
     split = fold_indices(data.y, data.space, 5, 42)
+    oof = {name: cross_validate(build, data.texts, data.y, data.space, split).oof_proba
+           for name, build in builds.items()}
     ens = nested_cv(list(oof.values()), data.y, split, rule="geometric")
     print(f"# static embeddings — {machine()}; distill {distill_s:.1f} s, token frequencies {freq_s:.1f} s, "
           f"{args.dims or 384}-d, SIF a={args.sif:g}")

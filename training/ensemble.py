@@ -87,10 +87,8 @@ def nested_cv(probas: Sequence[np.ndarray], y: np.ndarray, folds: Sequence[tuple
 
 def cross_validate_ensemble(candidate, member_oof: dict[str, np.ndarray], y: np.ndarray,
                             folds: Sequence[tuple[np.ndarray, np.ndarray]]) -> EnsembleCV:
-    """:func:`nested_cv` of an ensemble candidate (its members, rule, steps and objective) on its
-    members' OOF matrices, given by member name."""
-    from papertrack.models.ensemble import members_of
-
-    p = candidate.params
-    return nested_cv([member_oof[m] for m in members_of(candidate)], y, folds, rule=p["rule"],
-                     steps=int(p["steps"]), objective=p["objective"])
+    """:func:`nested_cv` of an ensemble candidate (its declared members, rule, steps and objective) on
+    its members' OOF matrices, given by member name."""
+    spec = candidate.ensemble
+    return nested_cv([member_oof[m] for m in spec.members], y, folds, rule=spec.rule, steps=spec.steps,
+                     objective=spec.objective)
