@@ -386,25 +386,24 @@ class EmbeddingFeatures(TransformerMixin, BaseEstimator):
 
 
 def embedding_steps(model) -> list[EmbeddingFeatures]:
-    """Every :class:`EmbeddingFeatures` inside a classifier (TextClassifier, pipelines, unions,
-    ensembles), e.g. to embed a training set ahead of cross-validation."""
+    """Every :class:`EmbeddingFeatures` inside an estimator, found through scikit-learn's parameter
+    protocol (``get_params``; lists and tuples of parameters are searched too, e.g. a pipeline's
+    steps or an ensemble's members), e.g. to embed a training set ahead of cross-validation."""
     found: list[EmbeddingFeatures] = []
     seen: set[int] = set()
 
     def walk(obj) -> None:
-        if obj is None or id(obj) in seen:
+        if id(obj) in seen:
             return
         seen.add(id(obj))
         if isinstance(obj, EmbeddingFeatures):
             found.append(obj)
-            return
-        if isinstance(obj, (list, tuple)):
+        elif isinstance(obj, (list, tuple)):
             for item in obj:
                 walk(item)
-            return
-        for attribute in ("features", "classifier", "members", "steps", "transformer_list", "estimator"):
-            if hasattr(obj, attribute) and not isinstance(obj, type):
-                walk(getattr(obj, attribute))
+        elif isinstance(obj, BaseEstimator):
+            for value in obj.get_params(deep=False).values():
+                walk(value)
 
     walk(model)
     return found

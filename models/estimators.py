@@ -22,8 +22,13 @@ def expand_proba(proba: np.ndarray, classes: np.ndarray, n_labels: int) -> np.nd
     return full
 
 
-class TextClassifier:
-    """features (a fitted-on-train transformer) + classifier, over the full label space."""
+class TextClassifier(ClassifierMixin, BaseEstimator):
+    """features (texts -> matrix) + classifier, answering over the full label space.
+
+    A scikit-learn estimator: ``features``, ``classifier`` and ``n_labels`` are kept as given and
+    never fitted; :meth:`fit` fits clones of them into ``features_`` and ``classifier_``, so
+    ``sklearn.base.clone`` gives a fresh unfitted copy and the objects passed in are never changed.
+    """
 
     def __init__(self, features, classifier, n_labels: int):
         self.features = features
@@ -31,12 +36,22 @@ class TextClassifier:
         self.n_labels = n_labels
 
     def fit(self, texts: Sequence[str], y: np.ndarray) -> "TextClassifier":
-        matrix = self.features.fit_transform(texts, y)
-        self.classifier.fit(matrix, y)
+        features = clone(self.features)
+        return self.fit_from_features(features, features.fit_transform(texts, y), y)
+
+    def fit_from_features(self, fitted_features, matrix, y: np.ndarray) -> "TextClassifier":
+        """Fit the classifier on rows that ``fitted_features`` (already fitted, possibly shared with
+        other classifiers) produced; it becomes this classifier's ``features_``."""
+        self.features_ = fitted_features
+        self.classifier_ = clone(self.classifier).fit(matrix, y)
+        self.classes_ = np.arange(self.n_labels)
         return self
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        return self.proba_from_features(self.features.transform(texts))
+        return self.proba_from_features(self.features_.transform(texts))
+
+    def predict(self, texts: Sequence[str]) -> np.ndarray:
+        return self.predict_proba(texts).argmax(axis=1)
 
     def text_features(self, texts: Sequence[str]):
         """The fitted feature step's rows for ``texts`` (what the classifier sees; sparse or dense)."""
@@ -44,7 +59,15 @@ class TextClassifier:
 
     def proba_from_features(self, matrix) -> np.ndarray:
         """The classifier's probabilities for already-transformed rows, over the full label space."""
-        return expand_proba(self.classifier.predict_proba(matrix), self.classifier.classes_, self.n_labels)
+        return expand_proba(self.classifier_.predict_proba(matrix), self.classifier_.classes_, self.n_labels)
+
+    def __setstate__(self, state: dict) -> None:
+        # A classifier pickled before the estimator rules held its fitted parts in ``features`` and
+        # ``classifier``: they are its fitted parts now too (and its params, as they always were).
+        if "classifier_" not in state and "classifier" in state and hasattr(state["classifier"], "classes_"):
+            state = {**state, "features_": state["features"], "classifier_": state["classifier"],
+                     "classes_": np.arange(state["n_labels"])}
+        super().__setstate__(state)
 
 
 class TemperatureScaled(ClassifierMixin, BaseEstimator):

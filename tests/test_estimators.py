@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from papertrack.models.candidates import CANDIDATES, select
+from papertrack.models.catalogue import CANDIDATES, select
 from papertrack.models.hierarchy import LabelSpace
 from papertrack.training.cv import fold_indices, stratification_groups
 
@@ -48,3 +48,80 @@ def test_rare_labels_are_stratified_by_area():
 def test_unknown_candidate_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown candidate.*nope"):
         select(["nope"])
+
+
+def _tfidf_members(n_labels: int):
+    return [(name, CANDIDATES[name].build(n_labels, 0), w)
+            for name, w in (("tfidf-word-cnb", 0.5), ("tfidf-word-svm", 0.5), ("tfidf-word12-cnb", 0.0))]
+
+
+@pytest.mark.parametrize("kind", ["classifier", "ensemble"])
+def test_composite_estimators_follow_the_scikit_learn_rules(kind):
+    from sklearn.base import clone
+
+    from papertrack.features.embeddings import EmbeddingFeatures, embedding_steps
+    from papertrack.models.ensemble import WeightedEnsemble
+
+    space = LabelSpace.from_labels(LABELS)
+    y = space.encode(LABELS)
+    n = space.n_labels
+    if kind == "classifier":
+        model = CANDIDATES["tfidf-word-logreg"].build(n, 0)
+        given = {"features": model.features, "classifier": model.classifier}
+    else:
+        members = _tfidf_members(n)
+        model = WeightedEnsemble(members, n, rule="geometric")
+        given = {"members": members}
+    for name, value in given.items():  # params are stored as given
+        assert model.get_params(deep=False)[name] is value
+    copy = clone(model)
+    assert copy is not model and copy.get_params(deep=False).keys() == model.get_params(deep=False).keys()
+
+    fitted = model.fit(TEXTS, y)
+    assert fitted is model
+    # fit never changes what was passed in: the given feature steps stay unfitted
+    steps = [model.features] if kind == "classifier" else [m.features for _, m, _ in given["members"]]
+    assert not any(hasattr(step, "vocabulary_") for step in steps)
+    assert not hasattr(copy, "members_") and not hasattr(copy, "classifier_")
+    refit = clone(model).fit(TEXTS, y)  # a clone of a fitted model is unfitted, and fits to the same answer
+    np.testing.assert_allclose(refit.predict_proba(TEXTS[:4]), model.predict_proba(TEXTS[:4]))
+    if kind == "ensemble":
+        assert [name for name, _, _ in model.members_] == ["tfidf-word-cnb", "tfidf-word-svm"]  # weight 0: not fitted
+        assert model.members_[0][1].features_ is model.members_[1][1].features_  # one shared fitted step
+
+    # the embedding steps are found through the parameter protocol, at any depth
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    from papertrack.models.estimators import TextClassifier
+
+    inner = EmbeddingFeatures("minilm")
+    nested = WeightedEnsemble([("a", model, 1.0), ("b", CANDIDATES["emb-minilm-knn"].build(n, 0), 1.0),
+                               ("c", TextClassifier(make_pipeline(inner), LogisticRegression(), n), 1.0)], n)
+    found = embedding_steps(nested)
+    assert len(found) == 2 and found[1] is inner and all(isinstance(f, EmbeddingFeatures) for f in found)
+    assert embedding_steps(model) == []
+
+
+def test_a_classifier_pickled_before_the_estimator_rules_still_predicts():
+    """Old pickles held fitted parts in ``features``/``classifier`` (ensembles: in ``members``)."""
+    import pickle
+
+    from papertrack.models.ensemble import WeightedEnsemble
+
+    space = LabelSpace.from_labels(LABELS)
+    y = space.encode(LABELS)
+    new = WeightedEnsemble(_tfidf_members(space.n_labels), space.n_labels).fit(TEXTS, y)
+    expected = new.predict_proba(TEXTS[:4])
+    # the state an old pickle carried: fitted members in ``members``, fitted steps in ``features``
+    old_members = [(name, {"features": m.features_, "classifier": m.classifier_, "n_labels": m.n_labels}, w)
+                   for name, m, w in new.members_]
+    old = WeightedEnsemble.__new__(WeightedEnsemble)
+    members = []
+    for name, state, w in old_members:
+        member = type(new.members_[0][1]).__new__(type(new.members_[0][1]))
+        member.__setstate__(state)
+        members.append((name, member, w))
+    old.__setstate__({"members": members, "n_labels": space.n_labels, "rule": new.rule,
+                      "groups_": [(members[0][1].features_, [0, 1])]})
+    np.testing.assert_allclose(pickle.loads(pickle.dumps(old)).predict_proba(TEXTS[:4]), expected)
