@@ -33,11 +33,11 @@ from shared_data import DATA, UNLABELED
 
 from papertrack.features.ingest import load_dataset
 from papertrack.features.text import tfidf
-from papertrack.models.candidates import CANDIDATES, default_sweep
-from papertrack.models.ensemble import is_ensemble, members_of
-from papertrack.training.cv import cross_validate, fold_indices
+from papertrack.models.catalogue import CANDIDATES, default_sweep
+from papertrack.training.cv import fold_indices
 from papertrack.training.data import TrainingSet
-from papertrack.training.ensemble import cross_validate_ensemble, nested_cv
+from papertrack.training.ensemble import nested_cv
+from papertrack.training.evaluation import evaluate_candidates
 from papertrack.training.metrics import evaluate
 
 DEFAULT_ENSEMBLE = "ensemble-tfidf-minilm"  # the default champion
@@ -50,28 +50,23 @@ def load(path: Path) -> TrainingSet:
     return TrainingSet.from_records(records)
 
 
-def cross_validate_singles(names, data: TrainingSet, seed: int) -> dict[str, np.ndarray]:
-    """OOF probabilities of single (non-ensemble) candidates, by name, as the sweep computes them."""
-    return {name: cross_validate(lambda c=CANDIDATES[name]: c.build(data.space.n_labels, seed), data.texts, data.y,
-                                 data.space, 5, seed).oof_proba for name in names}
+def oof_by_name(candidates, data: TrainingSet, seed: int) -> dict[str, np.ndarray]:
+    """OOF probabilities of the candidates, by name, computed by the sweep's own evaluation
+    (:func:`evaluate_candidates`: 5 folds, ensembles by nested weight selection on their members)."""
+    results = evaluate_candidates(candidates, data, fold_indices(data.y, data.space, 5, seed), seed)
+    return {r.candidate.name: r.cv.oof_proba for r in results}
 
 
 def cross_validate_all(data: TrainingSet, seed: int) -> dict[str, np.ndarray]:
     """OOF probabilities of every default candidate, ensembles by nested weight selection."""
-    folds = fold_indices(data.y, data.space, 5, seed)
-    oof = cross_validate_singles([c.name for c in default_sweep() if not is_ensemble(c)], data, seed)
-    for candidate in default_sweep():
-        if is_ensemble(candidate):
-            oof[candidate.name] = cross_validate_ensemble(candidate, oof, data.y, folds).oof_proba
-    return oof
+    return oof_by_name(default_sweep(), data, seed)
 
 
 def default_ensemble(data: TrainingSet, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
     """The default ensemble's members' OOF matrices (in member order) and its nested OOF probabilities."""
     candidate = CANDIDATES[DEFAULT_ENSEMBLE]
-    oof = cross_validate_singles(members_of(candidate), data, seed)
-    folds = fold_indices(data.y, data.space, 5, seed)
-    return [oof[m] for m in members_of(candidate)], cross_validate_ensemble(candidate, oof, data.y, folds).oof_proba
+    oof = oof_by_name([*(CANDIDATES[m] for m in candidate.members), candidate], data, seed)
+    return [oof[m] for m in candidate.members], oof[DEFAULT_ENSEMBLE]
 
 
 def seeds(args) -> None:
@@ -115,15 +110,15 @@ def experiments(args) -> None:
     folds = fold_indices(y, space, 5, seed)
     texts = np.asarray(data.texts, dtype=object)
     members, base = default_ensemble(data, seed)
-    p = CANDIDATES[DEFAULT_ENSEMBLE].params
+    spec = CANDIDATES[DEFAULT_ENSEMBLE].ensemble
     embed = get_embedder("minilm").embed
     X = embed(data.texts, progress=False)
     rows: list[tuple[str, dict, dict | None]] = []
 
     def ensemble(extra: list[np.ndarray]) -> dict:
         """The default ensemble with extra members, weights chosen as the sweep chooses them."""
-        return evaluate(nested_cv(members + extra, y, folds, rule=p["rule"], steps=int(p["steps"]),
-                                  objective=p["objective"]).oof_proba, y, space)
+        return evaluate(nested_cv(members + extra, y, folds, rule=spec.rule, steps=spec.steps,
+                                  objective=spec.objective).oof_proba, y, space)
 
     def per_fold(fit_predict) -> np.ndarray:
         out = np.zeros((len(y), space.n_labels))

@@ -70,12 +70,14 @@ def fold_indices(y: np.ndarray, space: LabelSpace, folds: int, seed: int) -> lis
 
 
 def cross_validate(build: Callable[[], object], texts: Sequence[str], y: np.ndarray, space: LabelSpace,
-                   folds: int, seed: int, on_fold: Callable[[int], None] | None = None) -> CVResult:
-    """Out-of-fold probabilities of a freshly built classifier per fold."""
+                   split: Sequence[tuple[np.ndarray, np.ndarray]],
+                   on_fold: Callable[[int], None] | None = None) -> CVResult:
+    """Out-of-fold probabilities of a freshly built classifier per fold of ``split`` (see
+    :func:`fold_indices`)."""
     texts = np.asarray(texts, dtype=object)
     oof = np.zeros((len(y), space.n_labels))
     fit_s = predict_s = 0.0
-    for i, (train, test) in enumerate(fold_indices(y, space, folds, seed)):
+    for i, (train, test) in enumerate(split):
         model = build()
         start = time.perf_counter()
         model.fit(list(texts[train]), y[train])
@@ -85,4 +87,4 @@ def cross_validate(build: Callable[[], object], texts: Sequence[str], y: np.ndar
         predict_s += time.perf_counter() - start
         if on_fold:
             on_fold(i)
-    return CVResult(oof, fit_s, predict_s, folds)
+    return CVResult(oof, fit_s, predict_s, len(split))

@@ -10,7 +10,6 @@ any member."""
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
 import time
 from collections.abc import Sequence
@@ -29,25 +28,18 @@ from papertrack.features.ingest import load_dataset
 from papertrack.models.artifact import PREDICTOR_FILE, PaperTrackModel, TrackPredictor, signature
 from papertrack.models.card import ModelCard
 from papertrack.models.drift import build_profile
-from papertrack.models.candidates import CANDIDATES, Candidate, select
-from papertrack.models.ensemble import is_ensemble, members_of
+from papertrack.models.candidates import Candidate
+from papertrack.models.catalogue import CANDIDATES, select
 from papertrack import registry, store
 from papertrack.errors import UsageError
 from papertrack.training import tracking
-from papertrack.training.cv import CVResult, check_trainable, cross_validate, fold_indices
+from papertrack.training.cv import check_trainable, fold_indices
 from papertrack.training.data import TrainingSet
+from papertrack.training.evaluation import CandidateResult, Listener, evaluate_candidates
 from papertrack.registry import PRIMARY_METRIC, rank_key
 from papertrack.training.metrics import evaluate
 
 CORE_REQUIREMENTS = ("scikit-learn", "numpy", "pandas", "scipy", "joblib", "mlflow", "lightgbm")
-
-
-@dataclass
-class CandidateResult:
-    candidate: Candidate
-    run_id: str
-    metrics: dict[str, float]
-    cv: CVResult = field(repr=False)
 
 
 @dataclass
@@ -118,10 +110,9 @@ def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_n
         embed_seconds, embedded = warm_embeddings(candidates, data, seed, console)
         if embed_seconds:
             mlflow.log_metrics({"embedding_seconds": embed_seconds, "embedded_texts": embedded})
-        singles = [c for c in candidates if not is_ensemble(c)]
-        results = _evaluate_all(singles, data, dataset, common, folds, seed, console)
-        results += _evaluate_ensembles([c for c in candidates if is_ensemble(c)], results, data, dataset,
-                                       common, folds, seed, console)
+        split = fold_indices(data.y, data.space, folds, seed)
+        with _SweepListener(console, data, dataset, common) as listener:
+            results = evaluate_candidates(candidates, data, split, seed, listener)
         ranked = sorted(results, key=lambda r: rank_key(r.metrics), reverse=True)
         winner = ranked[0]
         mlflow.set_tags({"winner": winner.candidate.name, "winner_run_id": winner.run_id})
@@ -164,9 +155,9 @@ def plan_candidates(names: list[str] | None, console: Console) -> tuple[list[Can
         unusable = []
     planned: dict[str, Candidate] = {}
     for candidate in chosen:
-        if is_ensemble(candidate):
-            added = [m for m in members_of(candidate) if m not in planned and m not in {c.name for c in chosen}]
-            for member in members_of(candidate):
+        if candidate.is_ensemble:
+            added = [m for m in candidate.members if m not in planned and m not in {c.name for c in chosen}]
+            for member in candidate.members:
                 if member not in CANDIDATES:
                     raise UsageError(f"ensemble {candidate.name!r}: member {member!r} is not a registered candidate")
                 planned.setdefault(member, CANDIDATES[member])
@@ -174,7 +165,7 @@ def plan_candidates(names: list[str] | None, console: Console) -> tuple[list[Can
                 console.print(f"  ensemble {candidate.name} adds its member(s): {', '.join(added)}")
         planned[candidate.name] = candidate
     # singles first (in order), then ensembles, which are evaluated on the singles' OOF matrices
-    ordered = [c for c in planned.values() if not is_ensemble(c)] + [c for c in planned.values() if is_ensemble(c)]
+    ordered = [c for c in planned.values() if not c.is_ensemble] + [c for c in planned.values() if c.is_ensemble]
     return ordered, unusable
 
 
@@ -186,7 +177,7 @@ def warm_embeddings(candidates: Sequence[Candidate], data: TrainingSet, seed: in
 
     backends: dict[str, object] = {}
     for candidate in candidates:
-        if is_ensemble(candidate):
+        if candidate.is_ensemble:
             continue
         for step in embedding_steps(candidate.build(data.space.n_labels, seed)):
             backends.setdefault(step.backend, step)
@@ -204,22 +195,42 @@ def warm_embeddings(candidates: Sequence[Candidate], data: TrainingSet, seed: in
     return seconds, encoded
 
 
-def _evaluate_all(candidates, data: TrainingSet, dataset, common: dict, folds: int, seed: int,
-                  console: Console) -> list[CandidateResult]:
-    results = []
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task("cross-validating", total=len(candidates) * folds)
-        for candidate in candidates:
-            progress.update(task, description=f"{candidate.name:<34}")
-            cv = cross_validate(lambda c=candidate: c.build(data.space.n_labels, seed), data.texts, data.y,
-                                data.space, folds, seed, on_fold=lambda _: progress.advance(task))
-            metrics = evaluate(cv.oof_proba, data.y, data.space)
-            metrics.update(fit_seconds=cv.fit_seconds / folds, predict_ms_per_abstract=cv.predict_ms_per_abstract)
-            run_id = _log_candidate(candidate, metrics, cv.oof_proba, data, dataset, common)
-            results.append(CandidateResult(candidate, run_id, metrics, cv))
-            _print_line(progress.console, candidate.name, metrics)
-    return results
+class _SweepListener(Listener):
+    """The sweep's side of the evaluation: a progress bar, one printed line and one nested MLflow
+    run (metrics, params, artifacts) per finished candidate."""
+
+    def __init__(self, console: Console, data: TrainingSet, dataset, common: dict):
+        self.console, self.data, self.dataset, self.common = console, data, dataset, common
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        self.progress = Progress(*columns, console=console, transient=False)
+        self.task = None
+
+    def __enter__(self) -> "_SweepListener":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.stop()
+
+    def started(self, total_folds: int) -> None:
+        self.task = self.progress.add_task("cross-validating", total=total_folds)
+
+    def candidate_started(self, candidate: Candidate) -> None:
+        if not candidate.is_ensemble:
+            self.progress.update(self.task, description=f"{candidate.name:<34}")
+        elif self.progress.live.is_started:
+            self.progress.stop()  # ensembles refit nothing: no bar, just their lines
+
+    def fold_done(self, candidate: Candidate) -> None:
+        self.progress.advance(self.task)
+
+    def candidate_done(self, result: CandidateResult) -> None:
+        result.run_id = _log_candidate(result.candidate, result.metrics, result.cv.oof_proba, self.data, self.dataset,
+                                       self.common, result.extra_params)
+        _print_line(self.progress.console, result.candidate.name, result.metrics)
+        if result.candidate.is_ensemble:
+            self.console.print(f"  {'':<34} weights: " + ", ".join(
+                f"{m} {w:.2f}" for m, w in result.member_weights.items() if w > 0))
 
 
 def _print_line(console: Console, name: str, metrics: dict[str, float]) -> None:
@@ -238,53 +249,6 @@ def _log_candidate(candidate: Candidate, metrics: dict[str, float], oof: np.ndar
         mlflow.log_metrics(metrics)
         tracking.log_evaluation_artifacts(oof, data.y, data.space, candidate.name)
     return run.info.run_id
-
-
-def _evaluate_ensembles(ensembles: Sequence[Candidate], singles: list[CandidateResult], data: TrainingSet,
-                        dataset, common: dict, folds: int, seed: int, console: Console) -> list[CandidateResult]:
-    """Each ensemble: weights chosen (nested) on its members' OOF matrices — no member is refit."""
-    from papertrack.training.ensemble import cross_validate_ensemble
-
-    by_name = {r.candidate.name: r for r in singles}
-    oof = {name: r.cv.oof_proba for name, r in by_name.items()}
-    split = fold_indices(data.y, data.space, folds, seed)
-    results = []
-    for candidate in ensembles:
-        members = members_of(candidate)
-        member_results = [by_name[m] for m in members]
-        started = time.perf_counter()
-        ens = cross_validate_ensemble(candidate, oof, data.y, split)
-        search_seconds = time.perf_counter() - started
-        used = [r for r, w in zip(member_results, ens.weights) if w > 0]
-        metrics = evaluate(ens.oof_proba, data.y, data.space)
-        metrics.update(
-            # what the refit ensemble costs: its members' fits and predictions (an upper bound for
-            # prediction: members with identical feature steps share one transform)
-            fit_seconds=sum(r.metrics["fit_seconds"] for r in used),
-            predict_ms_per_abstract=sum(r.metrics["predict_ms_per_abstract"] for r in used),
-            weight_search_seconds=search_seconds,
-            **{f"insample_{k}": v for k, v in evaluate(ens.insample_proba, data.y, data.space).items()
-               if k in (PRIMARY_METRIC, "label_top1", "label_macro_f1", "area_top1")},
-        )
-        weights = {m: round(float(w), 4) for m, w in zip(members, ens.weights)}
-        extra = {"weights": ", ".join(f"{m}={w:g}" for m, w in weights.items()),
-                 **{f"fold{i}_weights": ", ".join(f"{w:g}" for w in np.round(fw, 4))
-                    for i, fw in enumerate(ens.fold_weights)}}
-        resolved = _with_weights(candidate, [float(w) for w in ens.weights])
-        run_id = _log_candidate(resolved, metrics, ens.oof_proba, data, dataset, common, extra)
-        cv = CVResult(ens.oof_proba, sum(r.cv.fit_seconds for r in used), sum(r.cv.predict_seconds for r in used),
-                      folds)
-        results.append(CandidateResult(resolved, run_id, metrics, cv))
-        _print_line(console, candidate.name, metrics)
-        console.print(f"  {'':<34} weights: " + ", ".join(f"{m} {w:.2f}" for m, w in weights.items() if w > 0))
-    return results
-
-
-def _with_weights(candidate: Candidate, weights: list[float]) -> Candidate:
-    """The ensemble candidate whose build uses the weights chosen on all OOF rows (for the refit)."""
-    build = candidate.build
-    params = {**candidate.params, "weights": ", ".join(f"{w:g}" for w in np.round(weights, 4))}
-    return dataclasses.replace(candidate, params=params, build=lambda n, seed: build(n, seed, weights))
 
 
 def _refit_and_log(winner: CandidateResult, data: TrainingSet, seed: int, use_title: bool) -> str:
