@@ -407,3 +407,18 @@ def embedding_steps(model) -> list[EmbeddingFeatures]:
 
     walk(model)
     return found
+
+
+def encode_ms_per_abstract(backend: str, texts: Sequence[str]) -> float:
+    """What embedding a new abstract costs (ms per abstract), measured on ``texts`` with the model
+    itself — no cache and no memory, as for abstracts never seen before. The embedder's counters are
+    not touched."""
+    if not texts:
+        raise ValueError("encode_ms_per_abstract needs some texts")
+    model = load_model(backend)
+    import time
+
+    started = time.perf_counter()
+    model.encode(list(texts), batch_size=16, convert_to_numpy=True, normalize_embeddings=True,
+                 show_progress_bar=False)
+    return 1000.0 * (time.perf_counter() - started) / len(texts)

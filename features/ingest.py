@@ -85,6 +85,7 @@ class Record:
     line: int
     authors: str | None = None
     suggested: bool = False  # the label is still the model's guess (see the module doc)
+    origin: str | None = None  # "venue year" when the record names both (e.g. "ICLR 2024"), else None
 
 
 @dataclass(frozen=True)
@@ -294,6 +295,7 @@ def _make_record(
     record_id: str | None = None,
     authors: str | None = None,
     guess: str | None = None,
+    origin: str | None = None,
 ) -> Record | BadRecord:
     """Build a ``Record`` from raw field values, or the ``BadRecord`` saying why it is unusable."""
     abstract = normalise_text(abstract)
@@ -312,7 +314,7 @@ def _make_record(
         return BadRecord(source, line, missing_label, record_id)
     canonical = format_label(area, subarea) if area else None
     return Record(record_id or make_id(abstract), abstract, title, canonical, area, subarea, source, line,
-                  authors=authors, suggested=canonical is not None and _same_label(guess, canonical))
+                  authors=authors, origin=origin, suggested=canonical is not None and _same_label(guess, canonical))
 
 
 def _same_label(guess: str | None, canonical: str) -> bool:
@@ -390,6 +392,7 @@ def _record_from_mapping(
         record_id=record_id,
         authors=_authors_text(fields.get("authors")),
         guess=guess if isinstance(guess, str) else None,
+        origin=_origin(fields),
     )
 
 
@@ -398,6 +401,12 @@ def _authors_text(value: object) -> str | None:
     if isinstance(value, list):
         value = ", ".join(normalise_text(str(name)) for name in value if str(name).strip())
     return _optional_text(value) if isinstance(value, str) else None
+
+
+def _origin(fields: dict[str, object]) -> str | None:
+    """"venue year" (e.g. "ICLR 2024") when the record has both fields, else None."""
+    venue, year = _optional_text(fields.get("venue")), _optional_text(fields.get("year"))
+    return f"{venue} {year}" if venue and year else None
 
 
 def _record_from_value(value: object, source: str, line: int, labeled: bool | None) -> Record | BadRecord:

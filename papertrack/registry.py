@@ -1,9 +1,11 @@
 """The model registry (read by serving, written by training) and its promotion gate.
 
 A new winner becomes ``champion`` only when it beats the current champion's primary metric
-(label top-3, macro-F1 breaking ties) measured on the same data digest. Otherwise it is registered
-as ``challenger`` and the reason is given. When the data digest differs from the champion's, the
-new winner is promoted and the change of data is recorded on the new version.
+measured on the same data digest: label top-3 on the shift holdout (``shift_label_top3``, leave
+one source out; macro-F1 on it breaking ties), or the cross-validated label top-3 when the data
+has one source. Otherwise it is registered as ``challenger`` and the reason is given. When the
+data digest differs from the champion's, the new winner is promoted and the change of data is
+recorded on the new version.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ from mlflow.exceptions import MlflowException
 from papertrack.settings import CHALLENGER, CHAMPION, MODEL_NAME
 from papertrack.store import client
 
-PRIMARY_METRIC = "label_top3"
-TIEBREAK_METRIC = "label_macro_f1"
-# model-version tags that describe the version; every other tag with a numeric value is a CV metric
+PRIMARY_METRIC = "shift_label_top3"  # label top-3 on the shift holdout (leave one source out)
+TIEBREAK_METRIC = "shift_label_macro_f1"
+CV_PRIMARY_METRIC = "label_top3"  # the primary metric when the data has one source (no shift holdout)
+CV_TIEBREAK_METRIC = "label_macro_f1"
+# model-version tags that describe the version; every other tag with a numeric value is a metric
 INFO_TAGS = ("data_digest", "candidate", "run_id", "gate", "data_change")
+DECISION_TAG_PREFIX = "champion_rule"  # the champion rule's decision and its numbers (not metrics)
 
 
 @dataclass
@@ -30,9 +35,18 @@ class Decision:
     previous_champion: str | None
 
 
+def ranking_metrics(metrics: dict[str, float], *others: dict[str, float]) -> tuple[str, str]:
+    """(primary, tie-breaker) metric names: the shift holdout's when every metrics dict has them,
+    else the cross-validated ones."""
+    if all(PRIMARY_METRIC in m and TIEBREAK_METRIC in m for m in (metrics, *others)):
+        return PRIMARY_METRIC, TIEBREAK_METRIC
+    return CV_PRIMARY_METRIC, CV_TIEBREAK_METRIC
+
+
 def rank_key(metrics: dict[str, float]) -> tuple[float, float]:
-    """Higher is better: the primary metric, then the tie-breaker."""
-    return (round(metrics[PRIMARY_METRIC], 6), round(metrics[TIEBREAK_METRIC], 6))
+    """Higher is better: the primary metric, then the tie-breaker (shift holdout, else CV)."""
+    primary, tiebreak = ranking_metrics(metrics)
+    return (round(metrics[primary], 6), round(metrics[tiebreak], 6))
 
 
 def version_by_alias(alias: str, name: str = MODEL_NAME):
@@ -52,7 +66,7 @@ def version_metrics(version) -> dict[str, float]:
     """The cross-validated metrics recorded as tags on a registered version."""
     metrics = {}
     for key, value in (version.tags or {}).items():
-        if key in INFO_TAGS:
+        if key in INFO_TAGS or key.startswith(DECISION_TAG_PREFIX):
             continue
         try:
             metrics[key] = float(value)
@@ -63,7 +77,7 @@ def version_metrics(version) -> dict[str, float]:
 
 def _metrics_of(version) -> dict[str, float] | None:
     metrics = version_metrics(version)
-    if PRIMARY_METRIC not in metrics or TIEBREAK_METRIC not in metrics:
+    if CV_PRIMARY_METRIC not in metrics or CV_TIEBREAK_METRIC not in metrics:
         return None
     return metrics
 
@@ -78,24 +92,31 @@ def gate(new_metrics: dict[str, float], new_digest: str, champion) -> tuple[bool
         return True, f"training data changed (digest {old_digest} -> {new_digest}); metrics are not comparable"
     if old is None:
         return True, f"champion version {champion.version} has no recorded metrics"
-    new_key, old_key = rank_key(new_metrics), rank_key(old)
-    summary = (f"{PRIMARY_METRIC} {new_metrics[PRIMARY_METRIC]:.4f} vs champion v{champion.version} "
-               f"{old[PRIMARY_METRIC]:.4f} ({TIEBREAK_METRIC} {new_metrics[TIEBREAK_METRIC]:.4f} vs "
-               f"{old[TIEBREAK_METRIC]:.4f}) on the same data")
+    primary, tiebreak = ranking_metrics(new_metrics, old)
+    new_key = (round(new_metrics[primary], 6), round(new_metrics[tiebreak], 6))
+    old_key = (round(old[primary], 6), round(old[tiebreak], 6))
+    summary = (f"{primary} {new_metrics[primary]:.4f} vs champion v{champion.version} "
+               f"{old[primary]:.4f} ({tiebreak} {new_metrics[tiebreak]:.4f} vs "
+               f"{old[tiebreak]:.4f}) on the same data")
     if new_key > old_key:
         return True, "beats the champion: " + summary
     return False, "does not beat the champion: " + summary
 
 
 def register(model_uri: str, run_id: str, metrics: dict[str, float], digest: str, candidate: str,
-             name: str = MODEL_NAME) -> Decision:
-    """Register the model version and give it the champion or challenger alias."""
+             name: str = MODEL_NAME, decision_tags: dict[str, str] | None = None) -> Decision:
+    """Register the model version and give it the champion or challenger alias. ``decision_tags``
+    (keys starting with ``champion_rule``) record why this candidate won its sweep."""
     champion = current_champion(name)
     promote, reason = gate(metrics, digest, champion)
     version = mlflow.register_model(model_uri, name)
     c = client()
     tags = {"data_digest": digest, "candidate": candidate, "run_id": run_id,
             **{k: f"{v:.6f}" for k, v in metrics.items()}}
+    for key, value in (decision_tags or {}).items():
+        if not key.startswith(DECISION_TAG_PREFIX):
+            raise ValueError(f"decision tag {key!r} must start with {DECISION_TAG_PREFIX!r}")
+        tags[key] = value
     if champion is not None and champion.tags.get("data_digest") != digest:
         tags["data_change"] = f"{champion.tags.get('data_digest')} -> {digest} (previous champion v{champion.version})"
     for key, value in tags.items():

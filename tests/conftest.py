@@ -44,9 +44,22 @@ def stratified_subset(source: Path, target: Path, per_label: int) -> Path:
     return target
 
 
+def two_year_subset(data_dir: Path, target: Path, per_label: int) -> Path:
+    """At most ``per_label`` records of every label from each labeled year (ICLR 2024, then ICML 2024),
+    in one file: its records keep their venue and year, so it has two sources, like the default data."""
+    with open(target, "w", encoding="utf-8") as out:
+        for name in ("iclr2024_topics.jsonl", "icml2024_topics.jsonl"):
+            part = stratified_subset(data_dir / name, target.with_suffix(f".{name}"), per_label)
+            out.write(part.read_text(encoding="utf-8"))
+    return target
+
+
 @pytest.fixture(scope="session")
 def subset_path(data_dir, tmp_path_factory) -> Path:
-    return stratified_subset(data_dir / "iclr2024_topics.jsonl", tmp_path_factory.mktemp("data") / "subset.jsonl", 12)
+    """A small two-source training file (both labeled years, 6 records per label and year)."""
+    if not (data_dir / "icml2024_topics.jsonl").exists():
+        pytest.skip(f"icml2024_topics.jsonl not found in {data_dir} (set PAPERTRACK_DATA_DIR)")
+    return two_year_subset(data_dir, tmp_path_factory.mktemp("data") / "subset.jsonl", 6)
 
 
 @pytest.fixture(scope="session")

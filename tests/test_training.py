@@ -106,3 +106,27 @@ def test_promotion_gate_refuses_worse_model_and_promotes_on_new_data(subset_path
     version = registry.current_champion()
     assert version.version == changed.decision.version
     assert first.data_digest in version.tags["data_change"]
+
+
+def test_the_champion_rule_decision_is_stored_on_the_version_and_the_sweep_run(trained):
+    store.configure()
+    result = trained["result"]
+    client = store.client()
+    champion = registry.current_champion()
+    assert result.winner.candidate.name == result.choice.winner
+    assert champion.tags["champion_rule"] == result.choice.reason
+    assert champion.tags["champion_rule.metric"] == "shift_label_top3"  # two sources: the shift holdout decides
+    assert {"shift_label_top3", "shift_area_top1", "label_top3"} <= set(registry.version_metrics(champion))
+    parent = client.get_run(result.parent_run_id)
+    assert parent.data.tags["champion_rule"] == result.choice.reason
+    description = parent.data.tags["mlflow.note.content"]
+    assert result.choice.reason in description and "| shift top3 |" in description
+    assert all(r.candidate.name in description for r in result.results)
+    (dataset_input,) = parent.inputs.dataset_inputs
+    assert dataset_input.dataset.name == "ICLR 2024 + ICML 2024"
+    experiment = client.get_experiment(parent.info.experiment_id)
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    distribution = pd.read_csv(mlflow.artifacts.download_artifacts(
+        run_id=result.parent_run_id, artifact_path="data/label_distribution_by_source.csv"))
+    assert distribution[["ICLR 2024", "ICML 2024"]].sum().sum() == distribution["total"].sum() == len(
+        pd.read_json(trained["data"], lines=True))

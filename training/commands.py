@@ -20,7 +20,8 @@ console = Console(width=None if sys.stdout.isatty() else 160)
 def train(
     data: Annotated[Optional[list[Path]], typer.Option(
         "--data", "-d", help="Labeled file(s): JSONL/JSON/CSV(.gz) or a text dump. "
-        "Default: $PAPERTRACK_DATA_DIR/iclr2024_topics.jsonl (../shared/data).")] = None,
+        "Default: both labeled years, $PAPERTRACK_DATA_DIR/iclr2024_topics.jsonl and icml2024_topics.jsonl "
+        "(../shared/data).")] = None,
     fmt: Annotated[Optional[str], typer.Option("--format", help=f"Force the input format: {', '.join(FORMATS)}.")] = None,
     candidates: Annotated[Optional[list[str]], typer.Option(
         "--candidate", "-c", help="Only these candidates (repeatable). Default: the whole sweep.")] = None,
@@ -33,34 +34,48 @@ def train(
         "(skipped by default: never train on the model's own guesses silently).")] = False,
 ) -> None:
     """Cross-validate every candidate (one MLflow run each), refit the best, register it."""
+    from papertrack.training.data import default_data_paths
     from papertrack.training.sweep import run_sweep
 
-    paths = data or [settings.current().data_dir / "iclr2024_topics.jsonl"]
-    if not data and not paths[0].exists():
-        console.print(f"[red]error:[/] no training data at the default path {paths[0]}: pass --data FILE "
-                      "or set PAPERTRACK_DATA_DIR to the folder holding iclr2024_topics.jsonl")
-        raise typer.Exit(2)
+    paths = data or default_data_paths(settings.current().data_dir)
     result = run_sweep(paths, fmt=fmt, candidate_names=candidates, folds=folds, seed=seed,
                        use_title=use_title, register=register, console=console, accept_suggested=accept_suggested)
     _print_results(result)
 
 
+SHIFT_COLUMNS = {"shift top3": "shift_label_top3", "shift top1": "shift_label_top1",
+                 "shift area": "shift_area_top1"}
+
+
 def _print_results(result) -> None:
-    table = Table(title=f"Cross-validated results (data {result.data_digest})")
+    shift = "shift_label_top3" in result.baseline
+    title = "Cross-validated" + (" and shift-holdout" if shift else "") + f" results (data {result.data_digest})"
+    table = Table(title=title)
     for column in ("candidate", "family", "top3", "top1", "macro-F1", "area top1", "area F1", "log-loss", "ECE",
-                   "fit s", "ms/abstract"):
-        table.add_column(column, justify="left" if column in ("candidate", "family") else "right")
+                   *(SHIFT_COLUMNS if shift else ()), "fit s", "ms/abstract"):
+        table.add_column(column, justify="left" if column in ("candidate", "family") else "right",
+                         no_wrap=column == "candidate")
     for r in result.leaderboard():
         m = r.metrics
-        table.add_row(r.candidate.name, r.candidate.family, *_quality_cells(m), f"{m['fit_seconds']:.1f}",
-                      f"{m['predict_ms_per_abstract']:.3f}")
-    table.add_row("majority baseline", "-", *_quality_cells(result.baseline), "-", "-", style="dim")
+        table.add_row(r.candidate.name, r.candidate.family, *_quality_cells(m), *_shift_cells(m, shift),
+                      f"{m['fit_seconds']:.1f}", f"{m['predict_ms_per_abstract']:.3f}")
+    table.add_row("majority baseline", "-", *_quality_cells(result.baseline), *_shift_cells(result.baseline, shift),
+                  "-", "-", style="dim")
     console.print(table)
+    if shift:
+        console.print("top3 … ECE: 5-fold cross-validation on all sources; shift: trained on the other "
+                      "source(s), tested on the held-out one (mean over directions)")
+    if result.choice:
+        console.print(f"Champion rule: [bold]{result.choice.winner}[/] — {result.choice.reason}")
     if result.decision:
         d = result.decision
         colour = "green" if d.alias == settings.CHAMPION else "yellow"
         console.print(f"Registered [bold]{settings.MODEL_NAME}[/] version {d.version} as [{colour}]{d.alias}[/]: {d.reason}")
     console.print(f"Sweep wall time: {result.wall_seconds:.1f} s; parent run {result.parent_run_id}")
+
+
+def _shift_cells(m: dict[str, float], shift: bool) -> list[str]:
+    return [f"{m[k]:.3f}" for k in SHIFT_COLUMNS.values()] if shift else []
 
 
 def _quality_cells(m: dict[str, float]) -> list[str]:
@@ -83,13 +98,23 @@ def runs(
         console.print(f"No runs in {uri}. Run [bold]papertrack train[/] first.")
         raise typer.Exit(1)
     table = Table(title=f"papertrack runs — {uri}")
-    for column in ("run", "candidate", "family", "top3", "top1", "macro-F1", "area top1", "log-loss", "ECE", "fit s"):
+    shift = board["shift_label_top3"].notna().any()
+    for column in ("run", "candidate", "family", "top3", "top1", "macro-F1", "area top1", "log-loss", "ECE",
+                   *(SHIFT_COLUMNS if shift else ()), "ms/abstract", "fit s"):
         table.add_column(column)
-    for row in board.itertuples():
-        table.add_row(row.run_id[:8], row.candidate, row.family, f"{row.label_top3:.3f}", f"{row.label_top1:.3f}",
-                      f"{row.label_macro_f1:.3f}", f"{row.area_top1:.3f}", f"{row.log_loss:.3f}", f"{row.ece:.3f}",
-                      f"{row.fit_seconds:.1f}")
+
+    def cell(value, spec: str = ".3f") -> str:
+        return "-" if value is None or value != value else format(value, spec)
+
+    for row in board.to_dict("records"):
+        table.add_row(row["run_id"][:8], row["candidate"], row["family"],
+                      *(cell(row[k]) for k in ("label_top3", "label_top1", "label_macro_f1", "area_top1", "log_loss",
+                                               "ece")),
+                      *((cell(row[k]) for k in SHIFT_COLUMNS.values()) if shift else ()),
+                      cell(row["predict_ms_per_abstract"]), cell(row["fit_seconds"], ".1f"))
     console.print(table)
+    console.print("top3 … ECE: cross-validated on all sources; shift: trained on the other source(s), tested "
+                  "on the held-out one. Best first by " + ("shift top3" if shift else "CV top3") + ".")
     console.print(f"Compare visually: mlflow ui --backend-store-uri {uri}")
 
 

@@ -1,10 +1,20 @@
-"""The sweep's evaluation as a pure function: candidates + data + folds -> results.
+"""The sweep's evaluation as a pure function: candidates + data + folds (+ shift directions) -> results.
 
 :func:`evaluate_candidates` cross-validates every single candidate (features fitted inside each
 fold) and evaluates every ensemble on its members' out-of-fold probabilities (weights chosen with
-nested cross-validation, see :mod:`papertrack.training.ensemble`). It logs nothing and prints
-nothing: an optional :class:`Listener` hears about progress and finished candidates (the sweep logs
-each one to MLflow and prints a line; the benchmarks pass none).
+nested cross-validation, see :mod:`papertrack.training.ensemble`).
+
+With shift ``directions`` (leave one source out, :func:`papertrack.training.data.shift_directions`)
+every candidate is also fitted on the training side of each direction and scored on the held-out
+source. Everything fitted there sees the training side only: a fresh model per direction (TF-IDF
+vocabulary and IDF, scalers, classifier); an ensemble's weights are chosen on its members'
+out-of-fold probabilities from an inner cross-validation *of the training side*. No candidate
+reads unlabeled text. ``selection_proba`` (the shift holdout's probabilities, each row from the
+direction that held it out; the out-of-fold ones with a single source) is what the champion rule
+and calibration work from.
+
+It logs nothing and prints nothing: an optional :class:`Listener` hears about progress and finished
+candidates (the sweep logs each one to MLflow and prints a line; the benchmarks pass none).
 """
 
 from __future__ import annotations
@@ -16,14 +26,26 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from papertrack.models.candidates import Candidate
-from papertrack.models.ensemble import with_weights
-from papertrack.training.cv import CVResult, cross_validate
-from papertrack.training.data import TrainingSet
-from papertrack.training.ensemble import cross_validate_ensemble
-from papertrack.training.metrics import evaluate
+from papertrack.models.ensemble import combine, with_weights
+from papertrack.training.cv import CVResult, cross_validate, fold_indices
+from papertrack.training.data import Direction, TrainingSet
+from papertrack.training.ensemble import cross_validate_ensemble, select_weights
+from papertrack.training.metrics import evaluate, top_k_accuracy
 
 Split = Sequence[tuple[np.ndarray, np.ndarray]]
 INSAMPLE_METRICS = ("label_top3", "label_top1", "label_macro_f1", "area_top1")  # of an ensemble's refit weights
+SHIFT_METRICS = ("label_top3", "label_top1", "area_top1", "label_macro_f1")  # logged as shift_<name>
+INNER_FOLDS = 3  # inner cross-validation of a direction's training side (ensemble members only)
+COST_SAMPLE = 64  # abstracts encoded to measure what embedding a new abstract costs
+
+
+@dataclass
+class ShiftResult:
+    proba: np.ndarray  # (n, n_labels): each row predicted by the model trained without its source
+    directions: dict[str, dict[str, float]]  # direction name -> metrics on its held-out source
+    fit_seconds: float
+    inner_oof: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # direction -> training-side OOF
+    weights: dict[str, list[float]] = field(default_factory=dict)  # an ensemble's weights per direction
 
 
 @dataclass
@@ -33,13 +55,26 @@ class CandidateResult:
     cv: CVResult = field(repr=False)
     extra_params: dict[str, str] = field(default_factory=dict)  # e.g. an ensemble's chosen weights
     member_weights: dict[str, float] = field(default_factory=dict)  # an ensemble's refit weights, by member
+    shift: ShiftResult | None = field(default=None, repr=False)
+    selection_y: np.ndarray | None = field(default=None, repr=False)  # true label of each row
     run_id: str = ""  # set by the sweep once the result is logged to MLflow
+
+    @property
+    def selection_proba(self) -> np.ndarray:
+        """The held-out probabilities the champion was chosen on (rows aligned with ``selection_y``):
+        the shift holdout's when there is one, else the cross-validated out-of-fold ones."""
+        return self.shift.proba if self.shift is not None else self.cv.oof_proba
+
+    def selection_hits(self, k: int = 3) -> np.ndarray:
+        """Per row: 1.0 when the true label is among the top k of ``selection_proba``."""
+        top = np.argsort(-self.selection_proba, axis=1, kind="stable")[:, :k]
+        return np.any(top == self.selection_y[:, None], axis=1).astype(np.float64)
 
 
 class Listener:
     """What :func:`evaluate_candidates` reports while it runs; every method is optional."""
 
-    def started(self, total_folds: int) -> None: ...
+    def started(self, total_fits: int) -> None: ...
 
     def candidate_started(self, candidate: Candidate) -> None: ...
 
@@ -48,34 +83,94 @@ class Listener:
     def candidate_done(self, result: CandidateResult) -> None: ...
 
 
+def shift_metrics(shift: ShiftResult) -> dict[str, float]:
+    """``shift_<metric>`` (mean over directions) and ``shift_<metric>.<direction>``."""
+    out = {f"shift_{m}": float(np.mean([d[m] for d in shift.directions.values()])) for m in SHIFT_METRICS}
+    for name, metrics in shift.directions.items():
+        out.update({f"shift_{m}.{name}": metrics[m] for m in SHIFT_METRICS})
+    return out
+
+
 def evaluate_candidates(candidates: Sequence[Candidate], data: TrainingSet, split: Split, seed: int,
-                        listener: Listener | None = None) -> list[CandidateResult]:
-    """Results of every candidate, in order: singles first (cross-validated on ``split``), then
-    ensembles (evaluated on their members' out-of-fold matrices; every member must be among the
-    singles)."""
+                        listener: Listener | None = None,
+                        directions: Sequence[Direction] = ()) -> list[CandidateResult]:
+    """Results of every candidate, in order: singles first (cross-validated on ``split`` and, with
+    ``directions``, fitted on each direction's training side), then ensembles (evaluated on their
+    members' held-out probabilities; every member must be among the singles)."""
     listener = listener or Listener()
     singles = [c for c in candidates if not c.is_ensemble]
     ensembles = [c for c in candidates if c.is_ensemble]
-    listener.started(len(singles) * len(split))
+    members = {m for c in ensembles for m in c.members}
+    inner = INNER_FOLDS * len(directions)
+    listener.started(sum(len(split) + len(directions) + (inner if c.name in members else 0) for c in singles))
+    encode_ms: dict[str, float] = {}
     results = []
     for candidate in singles:
         listener.candidate_started(candidate)
-        cv = cross_validate(lambda c=candidate: c.build(data.space.n_labels, seed), data.texts, data.y, data.space,
-                            split, on_fold=lambda _, c=candidate: listener.fold_done(c))
+        build = lambda c=candidate: c.build(data.space.n_labels, seed)  # noqa: E731
+        done = lambda _=None, c=candidate: listener.fold_done(c)  # noqa: E731
+        cv = cross_validate(build, data.texts, data.y, data.space, split, on_fold=done)
         metrics = evaluate(cv.oof_proba, data.y, data.space)
-        metrics.update(fit_seconds=cv.fit_seconds / cv.folds, predict_ms_per_abstract=cv.predict_ms_per_abstract)
-        results.append(CandidateResult(candidate, metrics, cv))
+        embedding_ms = sum(_encode_cost(b, data, encode_ms) for b in _backends(candidate, data, seed))
+        metrics.update(fit_seconds=cv.fit_seconds / cv.folds,
+                       predict_ms_per_abstract=cv.predict_ms_per_abstract + embedding_ms)
+        if embedding_ms:
+            metrics["embedding_ms_per_abstract"] = embedding_ms
+        shift = None
+        if directions:
+            shift = _shift_single(build, data, directions, seed, candidate.name in members, done)
+            metrics.update(shift_metrics(shift), shift_fit_seconds=shift.fit_seconds / len(directions))
+        results.append(CandidateResult(candidate, metrics, cv, shift=shift, selection_y=data.y))
         listener.candidate_done(results[-1])
     by_name = {r.candidate.name: r for r in results}
     for candidate in ensembles:
         listener.candidate_started(candidate)
-        results.append(_evaluate_ensemble(candidate, by_name, data, split))
+        results.append(_evaluate_ensemble(candidate, by_name, data, split, directions))
         listener.candidate_done(results[-1])
     return results
 
 
+def _backends(candidate: Candidate, data: TrainingSet, seed: int) -> set[str]:
+    from papertrack.features.embeddings import embedding_steps
+
+    return {step.backend for step in embedding_steps(candidate.build(data.space.n_labels, seed))}
+
+
+def _encode_cost(backend: str, data: TrainingSet, cache: dict[str, float]) -> float:
+    from papertrack.features.embeddings import encode_ms_per_abstract
+
+    if backend not in cache:
+        cache[backend] = encode_ms_per_abstract(backend, data.texts[:COST_SAMPLE])
+    return cache[backend]
+
+
+def _shift_single(build, data: TrainingSet, directions: Sequence[Direction], seed: int, inner: bool,
+                  done) -> ShiftResult:
+    texts = np.asarray(data.texts, dtype=object)
+    proba = np.zeros((len(data.y), data.space.n_labels))
+    per_direction, inner_oof, fit_seconds = {}, {}, 0.0
+    for d in directions:
+        started = time.perf_counter()
+        model = build().fit(list(texts[d.train]), data.y[d.train])
+        fit_seconds += time.perf_counter() - started
+        proba[d.test] = model.predict_proba(list(texts[d.test]))
+        per_direction[d.name] = _direction_metrics(proba[d.test], data.y[d.test], data)
+        done()
+        if inner:  # the training side's own out-of-fold probabilities, for ensemble weights
+            y_train = data.y[d.train]
+            inner_split = fold_indices(y_train, data.space, INNER_FOLDS, seed)
+            inner_oof[d.name] = cross_validate(build, list(texts[d.train]), y_train, data.space, inner_split,
+                                               on_fold=lambda _: done()).oof_proba
+    return ShiftResult(proba, per_direction, fit_seconds, inner_oof)
+
+
+def _direction_metrics(proba: np.ndarray, y: np.ndarray, data: TrainingSet) -> dict[str, float]:
+    metrics = evaluate(proba, y, data.space)
+    return {m: metrics[m] for m in SHIFT_METRICS}
+
+
 def _evaluate_ensemble(candidate: Candidate, singles: dict[str, CandidateResult], data: TrainingSet,
-                       split: Split) -> CandidateResult:
+                       split: Split, directions: Sequence[Direction]) -> CandidateResult:
     """Weights chosen (nested) on the members' OOF matrices — no member is refit."""
     members = list(candidate.members)
     member_results = [singles[m] for m in members]
@@ -86,9 +181,10 @@ def _evaluate_ensemble(candidate: Candidate, singles: dict[str, CandidateResult]
     metrics = evaluate(ens.oof_proba, data.y, data.space)
     metrics.update(
         # what the refit ensemble costs: its members' fits and predictions (an upper bound for
-        # prediction: members with identical feature steps share one transform)
+        # prediction: members with identical feature steps share one transform), each sentence
+        # embedding counted once
         fit_seconds=sum(r.metrics["fit_seconds"] for r in used),
-        predict_ms_per_abstract=sum(r.metrics["predict_ms_per_abstract"] for r in used),
+        predict_ms_per_abstract=_ensemble_cost(used),
         weight_search_seconds=search_seconds,
         **{f"insample_{k}": v for k, v in evaluate(ens.insample_proba, data.y, data.space).items()
            if k in INSAMPLE_METRICS},
@@ -97,6 +193,33 @@ def _evaluate_ensemble(candidate: Candidate, singles: dict[str, CandidateResult]
     extra = {"weights": ", ".join(f"{m}={w:g}" for m, w in weights.items()),
              **{f"fold{i}_weights": ", ".join(f"{w:g}" for w in np.round(fw, 4))
                 for i, fw in enumerate(ens.fold_weights)}}
+    shift = None
+    if directions:
+        shift = _shift_ensemble(candidate, member_results, data, directions)
+        metrics.update(shift_metrics(shift), shift_fit_seconds=sum(r.metrics["shift_fit_seconds"] for r in used))
+        extra.update({f"shift_weights.{name}": ", ".join(f"{w:g}" for w in np.round(w_, 4))
+                      for name, w_ in shift.weights.items()})
     cv = CVResult(ens.oof_proba, sum(r.cv.fit_seconds for r in used), sum(r.cv.predict_seconds for r in used),
                   len(split))
-    return CandidateResult(with_weights(candidate, ens.weights), metrics, cv, extra, weights)
+    return CandidateResult(with_weights(candidate, ens.weights), metrics, cv, extra, weights, shift, data.y)
+
+
+def _ensemble_cost(used: Sequence[CandidateResult]) -> float:
+    own = sum(r.metrics["predict_ms_per_abstract"] - r.metrics.get("embedding_ms_per_abstract", 0.0) for r in used)
+    return own + max((r.metrics.get("embedding_ms_per_abstract", 0.0) for r in used), default=0.0)
+
+
+def _shift_ensemble(candidate: Candidate, members: Sequence[CandidateResult], data: TrainingSet,
+                    directions: Sequence[Direction]) -> ShiftResult:
+    """Per direction: weights chosen on the members' training-side inner OOF probabilities, applied
+    to the members' held-out probabilities (from models fitted on the training side)."""
+    spec = candidate.ensemble
+    proba = np.zeros((len(data.y), data.space.n_labels))
+    per_direction, weights = {}, {}
+    for d in directions:
+        w = select_weights([m.shift.inner_oof[d.name] for m in members], data.y[d.train], spec.rule, spec.steps,
+                           spec.objective)
+        proba[d.test] = combine([m.shift.proba[d.test] for m in members], w, spec.rule)
+        per_direction[d.name], weights[d.name] = _direction_metrics(proba[d.test], data.y[d.test], data), list(w)
+    fit_seconds = sum(m.shift.fit_seconds for m, wi in zip(members, np.max(list(weights.values()), axis=0)) if wi > 0)
+    return ShiftResult(proba, per_direction, fit_seconds, weights=weights)

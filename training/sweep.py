@@ -34,9 +34,12 @@ from papertrack import registry, store
 from papertrack.errors import UsageError
 from papertrack.training import tracking
 from papertrack.training.cv import check_trainable, fold_indices
-from papertrack.training.data import TrainingSet
-from papertrack.training.evaluation import CandidateResult, Listener, evaluate_candidates
-from papertrack.registry import PRIMARY_METRIC, rank_key
+from papertrack.training.champion import ChampionChoice, Contender, choose_champion
+from papertrack.training.data import Direction, TrainingSet, shift_directions
+from papertrack.training.evaluation import (SHIFT_METRICS, CandidateResult, Listener, ShiftResult,
+                                            evaluate_candidates, shift_metrics)
+from papertrack.registry import rank_key, ranking_metrics
+from papertrack.settings import EXPERIMENT_NAME
 from papertrack.training.metrics import evaluate
 
 CORE_REQUIREMENTS = ("scikit-learn", "numpy", "pandas", "scipy", "joblib", "mlflow", "lightgbm")
@@ -56,15 +59,28 @@ class SweepResult:
     embedded_texts: int = 0  # abstracts the embedding model had to encode (0 with a warm cache)
     skipped: list[str] = field(default_factory=list)  # candidates left out (embeddings extra missing)
     refit_seconds: float = 0.0
+    choice: ChampionChoice | None = None  # the champion rule's decision (winner and why)
+    sources: dict[str, int] = field(default_factory=dict)  # records per source
 
     def leaderboard(self) -> list[CandidateResult]:
         return sorted(self.results, key=lambda r: rank_key(r.metrics), reverse=True)
 
 
-def majority_baseline(data: TrainingSet) -> dict[str, float]:
-    """Metrics of always answering the label frequencies of the training set."""
+def majority_baseline(data: TrainingSet, directions: Sequence[Direction] = ()) -> dict[str, float]:
+    """Metrics of always answering the label frequencies of the training set (on the shift holdout:
+    of each direction's training side)."""
     prior = np.bincount(data.y, minlength=data.space.n_labels) / len(data.y)
-    return evaluate(np.tile(prior, (len(data.y), 1)), data.y, data.space)
+    metrics = evaluate(np.tile(prior, (len(data.y), 1)), data.y, data.space)
+    if directions:
+        proba = np.zeros((len(data.y), data.space.n_labels))
+        per_direction = {}
+        for d in directions:
+            side = np.bincount(data.y[d.train], minlength=data.space.n_labels) / len(d.train)
+            proba[d.test] = side
+            m = evaluate(proba[d.test], data.y[d.test], data.space)
+            per_direction[d.name] = {k: m[k] for k in SHIFT_METRICS}
+        metrics.update(shift_metrics(ShiftResult(proba, per_direction, 0.0)))
+    return metrics
 
 
 def pip_requirements(candidate: Candidate) -> list[str]:
@@ -91,46 +107,99 @@ def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_n
         console.print(f"  {line}")
     check_trainable([r.label for r in records], folds, [str(p) for p in data_paths])
     data = TrainingSet.from_records(records, use_title=use_title)
+    directions = shift_directions(data.sources)
+    sources = data.label_distribution()
+    counts = {name: int(sources[name].sum()) for name in data.source_names}
+    console.print("  sources: " + ", ".join(f"{name} {n:,} records" for name, n in counts.items()))
+    if directions:
+        console.print(f"  shift holdout: {', '.join(d.name for d in directions)} (train on the other sources, "
+                      f"test on the held-out one); the champion is chosen on it")
+    else:
+        console.print(f"  one source ({data.source_names[0]}): no shift holdout; the champion is chosen by "
+                      f"{folds}-fold cross-validation")
     uri = store.configure()
-    console.print(f"MLflow store: [bold]{uri}[/]  (experiment '{mlflow.get_experiment_by_name('papertrack').name}')")
+    experiment = mlflow.get_experiment_by_name(EXPERIMENT_NAME)
+    # MLflow 3 opens an experiment on its GenAI overview unless it is marked as model development
+    mlflow.set_experiment_tag("mlflow.experimentKind", "custom_model_development")
+    console.print(f"MLflow store: [bold]{uri}[/]  (experiment '{experiment.name}')")
     dataset = mlflow.data.from_pandas(data.frame(), source=", ".join(str(p) for p in data_paths),
-                                      name=Path(data_paths[0]).name, targets="label", digest=data.digest)
+                                      name=" + ".join(data.source_names), targets="label", digest=data.digest)
     common = {"data_digest": data.digest, "data_paths": ", ".join(str(p) for p in data_paths),
               "records": len(records), "labels": data.space.n_labels, "areas": len(data.space.areas),
-              "folds": folds, "seed": seed, "use_title": use_title}
+              "folds": folds, "seed": seed, "use_title": use_title,
+              "sources": ", ".join(f"{name} ({n})" for name, n in counts.items()),
+              "shift_holdout": ", ".join(d.name for d in directions) if directions else "none (one source)"}
 
     with mlflow.start_run(run_name=f"sweep-{time.strftime('%Y%m%d-%H%M%S')}") as parent:
         mlflow.set_tags({"papertrack.kind": "sweep", "papertrack.version": __version__})
         mlflow.log_params({**common, "candidates": ", ".join(c.name for c in candidates)})
         mlflow.log_input(dataset, context="training")
+        mlflow.log_metrics({f"records.{_metric_safe(name)}": n for name, n in counts.items()})
+        mlflow.log_text(sources.to_csv(index=False), "data/label_distribution_by_source.csv")
         if skipped:
             mlflow.set_tag("skipped_candidates", ", ".join(skipped))
-        baseline = majority_baseline(data)
+        baseline = majority_baseline(data, directions)
         mlflow.log_metrics({f"baseline_{k}": v for k, v in baseline.items()})
         embed_seconds, embedded = warm_embeddings(candidates, data, seed, console)
         if embed_seconds:
             mlflow.log_metrics({"embedding_seconds": embed_seconds, "embedded_texts": embedded})
         split = fold_indices(data.y, data.space, folds, seed)
         with _SweepListener(console, data, dataset, common) as listener:
-            results = evaluate_candidates(candidates, data, split, seed, listener)
-        ranked = sorted(results, key=lambda r: rank_key(r.metrics), reverse=True)
-        winner = ranked[0]
-        mlflow.set_tags({"winner": winner.candidate.name, "winner_run_id": winner.run_id})
+            results = evaluate_candidates(candidates, data, split, seed, listener, directions)
+        choice = choose(results)
+        winner = next(r for r in results if r.candidate.name == choice.winner)
+        mlflow.set_tags({"winner": winner.candidate.name, "winner_run_id": winner.run_id, **choice.tags()})
         mlflow.log_metrics({f"best_{k}": v for k, v in winner.metrics.items()})
         result = SweepResult(parent.info.run_id, data.digest, results, baseline, winner,
-                             embedding_seconds=embed_seconds, embedded_texts=embedded, skipped=skipped)
-        console.print(f"Winner: [bold]{winner.candidate.name}[/] ({PRIMARY_METRIC} "
-                      f"{winner.metrics[PRIMARY_METRIC]:.4f}); refitting on all {len(records):,} records")
+                             embedding_seconds=embed_seconds, embedded_texts=embedded, skipped=skipped,
+                             choice=choice, sources=counts)
+        mlflow.set_tag("mlflow.note.content", describe(result))
+        console.print(f"Champion rule: {choice.reason}")
+        console.print(f"Winner: [bold]{winner.candidate.name}[/]; refitting on all {len(records):,} records")
         refit_started = time.perf_counter()
         result.model_uri = _refit_and_log(winner, data, seed, use_title)
         result.refit_seconds = time.perf_counter() - refit_started
         console.print(f"Refit and logged the winner in {result.refit_seconds:.1f} s")
         if register:
             result.decision = registry.register(result.model_uri, winner.run_id, winner.metrics, data.digest,
-                                                winner.candidate.name)
+                                                winner.candidate.name, decision_tags=choice.tags())
             mlflow.set_tag("registered_version", result.decision.version)
+            mlflow.set_tag("mlflow.note.content", describe(result))
     result.wall_seconds = time.perf_counter() - started
     return result
+
+
+def _metric_safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "_-." else "_" for ch in name)
+
+
+def choose(results: Sequence[CandidateResult]) -> ChampionChoice:
+    """The champion rule (:mod:`papertrack.training.champion`) on the sweep's held-out rows."""
+    primary, tiebreak = ranking_metrics(*[r.metrics for r in results])
+    contenders = [Contender(r.candidate.name, r.metrics[primary], r.metrics[tiebreak],
+                            r.metrics["predict_ms_per_abstract"], r.selection_hits(3),
+                            baseline=r.candidate.family == "baseline") for r in results]
+    return choose_champion(contenders, primary)
+
+
+def describe(result: SweepResult) -> str:
+    """The parent run's description (markdown): the leaderboard and the champion decision."""
+    shift = any("shift_label_top3" in r.metrics for r in result.results)
+    head = ["candidate", "CV top3", "CV top1", "CV area"] + (["shift top3", "shift top1", "shift area"] if shift
+                                                                else []) + ["ms/abstract"]
+    lines = [f"**Champion rule:** {result.choice.reason}", ""]
+    if result.decision:
+        lines += [f"Registered version {result.decision.version} as **{result.decision.alias}**: "
+                  f"{result.decision.reason}", ""]
+    lines += ["Sources: " + ", ".join(f"{k} ({v:,})" for k, v in result.sources.items()), "",
+              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in result.leaderboard():
+        m = r.metrics
+        cells = [r.candidate.name, *(f"{m[k]:.3f}" for k in ("label_top3", "label_top1", "area_top1"))]
+        if shift:
+            cells += [f"{m[k]:.3f}" for k in ("shift_label_top3", "shift_label_top1", "shift_area_top1")]
+        lines.append("| " + " | ".join(cells + [f"{m['predict_ms_per_abstract']:.2f}"]) + " |")
+    return "\n".join(lines)
 
 
 def plan_candidates(names: list[str] | None, console: Console) -> tuple[list[Candidate], list[str]]:
@@ -234,8 +303,10 @@ class _SweepListener(Listener):
 
 
 def _print_line(console: Console, name: str, metrics: dict[str, float]) -> None:
+    shift = (f"  | shift top3 {metrics['shift_label_top3']:.3f}  area {metrics['shift_area_top1']:.3f}"
+             if "shift_label_top3" in metrics else "")
     console.print(f"  {name:<34} top3 {metrics['label_top3']:.3f}  top1 {metrics['label_top1']:.3f}  "
-                  f"area {metrics['area_top1']:.3f}  macroF1 {metrics['label_macro_f1']:.3f}")
+                  f"area {metrics['area_top1']:.3f}  macroF1 {metrics['label_macro_f1']:.3f}{shift}")
 
 
 def _log_candidate(candidate: Candidate, metrics: dict[str, float], oof: np.ndarray, data: TrainingSet, dataset,
