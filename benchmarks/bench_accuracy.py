@@ -8,6 +8,10 @@
     # folds with the same nested weight selection as the sweep (--seed: the CV seed, default 42)
     .venv/bin/python benchmarks/bench_accuracy.py experiments --seed 42
 
+    # every accuracy attempt on the shift holdout (train on one labeled year, test on the other; per
+    # direction and mean), with the same shift_holdout function the sweep uses
+    .venv/bin/python benchmarks/bench_accuracy.py shift --seed 42
+
     # fine-tuning the packaged MiniLM end to end on one fold (about 2 minutes per epoch on 2 cores)
     .venv/bin/python benchmarks/bench_accuracy.py finetune --epochs 4 --max-seq-length 128
 
@@ -272,6 +276,143 @@ def finetune(args) -> None:
               f"{top_k_accuracy(ensemble[test], y[test], 3):.3f} |", flush=True)
 
 
+# --------------------------------------------------------------------------- shift holdout
+
+
+def load_both(args) -> TrainingSet:
+    records, _ = load_dataset([str(args.data), str(args.second)], None, labeled=True)
+    return TrainingSet.from_records(records)
+
+
+def unlabeled_pool(data: TrainingSet, direction, n: int, seed: int) -> list[str]:
+    """Up to ``n`` unlabeled abstracts usable on ``direction``'s training side: never one of the held-out
+    source (its venue and year, and any text equal to a held-out abstract)."""
+    from papertrack.features.ingest import abstract_key
+
+    held = {abstract_key(data.texts[i]) for i in direction.test}
+    pool = []
+    with gzip.open(args_unlabeled(), "rt", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            text = (r.get("abstract") or "").strip()
+            if not text or f"{r.get('venue')} {r.get('year')}" == direction.heldout or abstract_key(text) in held:
+                continue
+            pool.append(text)
+    rng = np.random.default_rng(seed)
+    return [pool[i] for i in rng.choice(len(pool), min(n, len(pool)), replace=False)]
+
+
+_UNLABELED: list[Path] = []
+
+
+def args_unlabeled() -> Path:
+    return _UNLABELED[0]
+
+
+def prior_shift_em(proba: np.ndarray, train_prior: np.ndarray, steps: int = 50) -> np.ndarray:
+    """Saerens et al. (2002): re-estimate the label prior of unlabeled rows by EM and re-weight the
+    posteriors (p(y|x) * new_prior / train_prior). Uses the held-out rows' predictions, never their labels."""
+    ratio_base = np.where(train_prior > 0, 1.0 / np.maximum(train_prior, 1e-12), 0.0)
+    prior = train_prior.copy()
+    adjusted = proba
+    for _ in range(steps):
+        adjusted = proba * (prior * ratio_base)
+        adjusted /= np.maximum(adjusted.sum(axis=1, keepdims=True), 1e-300)
+        prior = adjusted.mean(axis=0)
+    return adjusted
+
+
+def shift(args) -> None:
+    """Every attempt on the shift holdout (leave one labeled year out), per direction and mean."""
+    from scipy.sparse import vstack
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    from papertrack.features.text import FEATURE_SETTINGS
+    from papertrack.models.estimators import TextClassifier
+    from papertrack.training.data import shift_directions
+    from papertrack.training.evaluation import ShiftResult, shift_holdout, shift_metrics
+
+    _UNLABELED.append(args.unlabeled)
+    data = load_both(args)
+    directions = shift_directions(data.sources)
+    n = data.space.n_labels
+    rows: list[tuple[str, dict[str, float]]] = []
+
+    def report(name: str, result: ShiftResult) -> None:
+        m = shift_metrics(result)
+        rows.append((name, m))
+        print(f"  {name}: " + ", ".join(f"{k} {v:.3f}" for k, v in m.items() if "." not in k), file=sys.stderr,
+              flush=True)
+
+    def lr(C: float) -> LogisticRegression:
+        return LogisticRegression(C=C, class_weight="balanced", max_iter=300, random_state=args.seed)
+
+    def vec(**changes) -> TfidfVectorizer:
+        return TfidfVectorizer(**{**FEATURE_SETTINGS["word"], **changes})
+
+    attempts = {
+        "tfidf-word-logreg (C=10, default sweep)": lambda: CANDIDATES["tfidf-word-logreg"].build(n, args.seed),
+        "TF-IDF word 1-2-gram + LR C=10 (the issue's reference)": lambda: TextClassifier(
+            vec(ngram_range=(1, 2), max_features=100_000), lr(10.0), n),
+        "tfidf-word LR C=3": lambda: TextClassifier(vec(), lr(3.0), n),
+        "tfidf-word LR C=30": lambda: TextClassifier(vec(), lr(30.0), n),
+        "tfidf-word LR min_df=1, max_df=0.5": lambda: TextClassifier(vec(min_df=1, max_df=0.5), lr(10.0), n),
+        "tfidf-word LR, no class_weight": lambda: TextClassifier(vec(), LogisticRegression(
+            C=10.0, max_iter=300, random_state=args.seed), n),
+        "tfidf-union (word + char) LR C=10": lambda: CANDIDATES["tfidf-union-logreg"].build(n, args.seed),
+    }
+    for name, build in attempts.items():
+        result = shift_holdout(build, data, directions, args.seed)
+        report(name, result)
+        if name.startswith("tfidf-word-logreg"):
+            base = result
+
+    # class-prior shift correction (EM on the held-out rows' predictions) of the default-sweep LR
+    corrected = np.zeros_like(base.proba)
+    for d in directions:
+        prior = np.bincount(data.y[d.train], minlength=n) / len(d.train)
+        corrected[d.test] = prior_shift_em(base.proba[d.test], prior)
+    report("tfidf-word-logreg + EM prior-shift correction on the held-out source", _rescore(corrected, data, directions))
+
+    # unlabeled abstracts (never the held-out source's): IDF/vocabulary fitted on them too; self-training
+    texts = np.asarray(data.texts, dtype=object)
+    idf_proba, self_proba = np.zeros_like(base.proba), np.zeros_like(base.proba)
+    for d in directions:
+        pool = unlabeled_pool(data, d, args.pool, args.seed)
+        v = vec().fit(list(texts[d.train]) + pool)
+        A, U, B = v.transform(list(texts[d.train])), v.transform(pool), v.transform(list(texts[d.test]))
+        teacher = lr(10.0).fit(A, data.y[d.train])
+        idf_proba[np.ix_(d.test, teacher.classes_)] = teacher.predict_proba(B)
+        pu = teacher.predict_proba(U)
+        keep = pu.max(axis=1) > 0.3
+        student = lr(10.0).fit(vstack([A, U[keep]]), np.concatenate([data.y[d.train], teacher.classes_[pu.argmax(1)][keep]]),
+                               sample_weight=np.concatenate([np.ones(len(d.train)), np.full(keep.sum(), 0.3)]))
+        self_proba[np.ix_(d.test, student.classes_)] = student.predict_proba(B)
+        print(f"  {d.name}: pool {len(pool):,}, pseudo-labeled {keep.sum():,}", file=sys.stderr)
+    report(f"tfidf-word LR, vocabulary/IDF also fitted on {args.pool:,} unlabeled abstracts", _rescore(idf_proba, data, directions))
+    report(f"self-training: + pseudo-labeled unlabeled abstracts (conf > 0.3, weight 0.3)", _rescore(self_proba, data, directions))
+
+    names = [d.name for d in directions]
+    print(f"| attempt (shift holdout, seed {args.seed}) | " + " | ".join(f"top3 {n_}" for n_ in names) +
+          " | top3 mean | top1 mean | area top1 mean | macro-F1 mean |")
+    print("|---|" + "---:|" * (len(names) + 4))
+    for name, m in rows:
+        print(f"| {name} | " + " | ".join(f"{m[f'shift_label_top3.{d}']:.3f}" for d in names) +
+              f" | {m['shift_label_top3']:.3f} | {m['shift_label_top1']:.3f} | {m['shift_area_top1']:.3f} | "
+              f"{m['shift_label_macro_f1']:.3f} |")
+
+
+def _rescore(proba: np.ndarray, data: TrainingSet, directions):
+    from papertrack.training.evaluation import SHIFT_METRICS, ShiftResult
+
+    per = {}
+    for d in directions:
+        m = evaluate(proba[d.test], data.y[d.test], data.space)
+        per[d.name] = {k: m[k] for k in SHIFT_METRICS}
+    return ShiftResult(proba, per, 0.0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DATA / "iclr2024_topics.jsonl")
@@ -282,6 +423,10 @@ def main() -> None:
     s.add_argument("--seeds", type=int, nargs="+", default=[42, 7, 123])
     e = sub.add_parser("experiments")
     e.add_argument("--seed", type=int, default=42, help="CV seed (folds and models)")
+    sh = sub.add_parser("shift", help="the accuracy attempts on the shift holdout (leave one labeled year out)")
+    sh.add_argument("--second", type=Path, default=DATA / "icml2024_topics.jsonl")
+    sh.add_argument("--seed", type=int, default=42)
+    sh.add_argument("--pool", type=int, default=12_000, help="unlabeled abstracts used per direction")
     f = sub.add_parser("finetune", help="fine-tune MiniLM on one fold (about 2 minutes per epoch on 2 cores)")
     f.add_argument("--epochs", type=int, default=4)
     f.add_argument("--max-seq-length", type=int, default=128)
@@ -289,7 +434,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the packaged model only; no hub
     warnings.filterwarnings("ignore", category=UserWarning)
-    {"seeds": seeds, "experiments": experiments, "finetune": finetune}[args.command](args)
+    {"seeds": seeds, "experiments": experiments, "finetune": finetune, "shift": shift}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -6,10 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 DATA_DIR=${PAPERTRACK_DATA_DIR:-../shared/data}
-.venv/bin/papertrack train --data "$DATA_DIR/iclr2024_topics.jsonl"
+# the default data: both labeled years (iclr2024_topics.jsonl and icml2024_topics.jsonl in $DATA_DIR)
+PAPERTRACK_DATA_DIR="$DATA_DIR" .venv/bin/papertrack train
 .venv/bin/papertrack runs
 mkdir -p out
 .venv/bin/papertrack label "$DATA_DIR/samples/labeled_dump.txt" -o out/labeled_dump.jsonl
 echo "(The sample dump's abstracts are also in the training data, so its top-1/top-3 above is not an accuracy"
-echo " figure: the cross-validated metrics printed by 'papertrack train' are.)"
+echo " figure: the cross-validated and shift-holdout metrics printed by 'papertrack train' are.)"
 echo "Labeled output: out/labeled_dump.jsonl   MLflow UI: .venv/bin/mlflow ui --backend-store-uri sqlite:///$(pwd)/.papertrack/mlflow.db"

@@ -30,7 +30,7 @@ from papertrack.models.ensemble import combine, with_weights
 from papertrack.training.cv import CVResult, cross_validate, fold_indices
 from papertrack.training.data import Direction, TrainingSet
 from papertrack.training.ensemble import cross_validate_ensemble, select_weights
-from papertrack.training.metrics import evaluate, top_k_accuracy
+from papertrack.training.metrics import evaluate
 
 Split = Sequence[tuple[np.ndarray, np.ndarray]]
 INSAMPLE_METRICS = ("label_top3", "label_top1", "label_macro_f1", "area_top1")  # of an ensemble's refit weights
@@ -118,7 +118,7 @@ def evaluate_candidates(candidates: Sequence[Candidate], data: TrainingSet, spli
             metrics["embedding_ms_per_abstract"] = embedding_ms
         shift = None
         if directions:
-            shift = _shift_single(build, data, directions, seed, candidate.name in members, done)
+            shift = shift_holdout(build, data, directions, seed, candidate.name in members, done)
             metrics.update(shift_metrics(shift), shift_fit_seconds=shift.fit_seconds / len(directions))
         results.append(CandidateResult(candidate, metrics, cv, shift=shift, selection_y=data.y))
         listener.candidate_done(results[-1])
@@ -144,8 +144,11 @@ def _encode_cost(backend: str, data: TrainingSet, cache: dict[str, float]) -> fl
     return cache[backend]
 
 
-def _shift_single(build, data: TrainingSet, directions: Sequence[Direction], seed: int, inner: bool,
-                  done) -> ShiftResult:
+def shift_holdout(build, data: TrainingSet, directions: Sequence[Direction], seed: int, inner: bool = False,
+                  done=lambda: None) -> ShiftResult:
+    """A freshly built model per direction, fitted on its training side and scored on its held-out
+    source; with ``inner``, also the training side's own out-of-fold probabilities (for ensemble
+    weights)."""
     texts = np.asarray(data.texts, dtype=object)
     proba = np.zeros((len(data.y), data.space.n_labels))
     per_direction, inner_oof, fit_seconds = {}, {}, 0.0
