@@ -144,14 +144,14 @@ class WeightedEnsemble(ClassifierMixin, BaseEstimator):
         texts = list(texts)
         blocks = []
         for features, indices in self.groups_:
-            model = self.members[indices[0]][1]
+            model = self.members_[indices[0]][1]
             if features is not None:
                 matrix = features.transform(texts)
             elif hasattr(model, "text_features"):
                 matrix = model.text_features(texts)
             else:
                 continue
-            weight = sum(self.members[i][2] for i in indices)
+            weight = sum(self.members_[i][2] for i in indices)
             blocks.append(sparse.csr_matrix(normalize(matrix)) * np.sqrt(weight))
         if not blocks:
             raise NotImplementedError("no member of this ensemble exposes its text features")

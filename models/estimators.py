@@ -55,7 +55,7 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
 
     def text_features(self, texts: Sequence[str]):
         """The fitted feature step's rows for ``texts`` (what the classifier sees; sparse or dense)."""
-        return self.features.transform(texts)
+        return self.features_.transform(texts)
 
     def proba_from_features(self, matrix) -> np.ndarray:
         """The classifier's probabilities for already-transformed rows, over the full label space."""

@@ -110,20 +110,20 @@ def linear_view(model) -> _Linear | None:
     """The linear TF-IDF view of a TextClassifier, or None when it is not linear on TF-IDF terms."""
     if not isinstance(model, TextClassifier):
         return None
-    segments = _vectorizers(model.features)
-    found = _class_weights(model.classifier)
+    segments = _vectorizers(model.features_)
+    found = _class_weights(model.classifier_)
     if segments is None or found is None:
         return None
     weights, classes, what = found
-    names = np.asarray(model.features.get_feature_names_out(), dtype=object)
+    names = np.asarray(model.features_.get_feature_names_out(), dtype=object)
     if weights.shape[1] != len(names):
         return None
-    return _Linear(model.features, weights, {int(c): i for i, c in enumerate(classes.tolist())}, names, segments,
+    return _Linear(model.features_, weights, {int(c): i for i, c in enumerate(classes.tolist())}, names, segments,
                    f"{what} × tf-idf value")
 
 
 def _linear_member(classifier) -> tuple[str, float, _Linear] | None:
-    members = getattr(classifier, "members", None)
+    members = getattr(classifier, "members_", None)  # a fitted ensemble's members
     if not members:
         return None
     for name, model, weight in sorted(members, key=lambda m: -m[2]):
@@ -163,10 +163,10 @@ class Explainer:
         ``proba_from_features(features.transform(texts))``. (None, None) otherwise."""
         classifier = self.predictor.classifier
         if self.linear is None or not isinstance(classifier, TextClassifier) or \
-                classifier.features is not self.linear.features:
+                classifier.features_ is not self.linear.features:
             return None, None
         with sklearn.config_context(skip_parameter_validation=True):
-            row = classifier.features.transform([text])
+            row = classifier.features_.transform([text])
             return classifier.proba_from_features(row), row
 
     def terms(self, abstract: str, text: str, labels: list[int], n_terms: int,
