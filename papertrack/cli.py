@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.text import Text
 from typer.core import TyperGroup
 
-from papertrack import settings
+from papertrack import settings, tracking_server
 from papertrack.errors import NoModelError, PapertrackError
 from papertrack.serving import commands as serving_commands
 from papertrack.training import commands as training_commands
@@ -31,6 +31,7 @@ app = typer.Typer(name="papertrack", cls=_Commands, no_args_is_help=True, add_co
                   help="Tell which conference track (Area · Subarea) an ML paper belongs to, from its abstract.")
 training_commands.add_commands(app)
 serving_commands.add_commands(app)
+tracking_server.add_commands(app)
 
 
 def main() -> None:
