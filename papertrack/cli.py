@@ -40,3 +40,7 @@ def main() -> None:
     warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted in multiple ways")
     warnings.filterwarnings("ignore", message="Operation with range is deprecated")
     app()
+
+
+if __name__ == "__main__":  # spark-submit runs a Python file: spark-submit papertrack/cli.py label ...
+    main()

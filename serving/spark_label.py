@@ -286,16 +286,21 @@ def label_with_spark(inputs: Sequence[Path], output: Path, model_uri: str, *, to
         if not 1 <= top_k <= predictor_info["n_labels"]:
             raise LabelError(f"--top-k must be between 1 and {predictor_info['n_labels']} (the number of labels), "
                              f"got {top_k}")
+        spark_started = time.perf_counter()
         spark = spark_session(options)
+        timings = {"spark_start": round(time.perf_counter() - spark_started, 3)}
         if staging.exists():
             notice(f"discarding the unfinished run in {staging}")
             shutil.rmtree(staging)
         try:
+            job_started = time.perf_counter()
             counters, partitions = _run(spark, inputs, formats, staging, kind, predictor_info, top_k, options)
+            timings["job"] = round(time.perf_counter() - job_started, 3)
             summary = {"inputs": [str(p) for p in inputs], "formats": formats, "output": str(output),
                        "kind": kind, "top_k": top_k, "model_uri": model_uri, "model": predictor_info["identity"],
                        "master": spark.sparkContext.master, "partitions": partitions,
-                       "counters": asdict(counters), "seconds": round(time.perf_counter() - started, 3)}
+                       "counters": asdict(counters), "seconds": round(time.perf_counter() - started, 3),
+                       "timings": timings, "arrow_batch": spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")}
             (staging / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
             if output.exists():
                 shutil.rmtree(output) if output.is_dir() else output.unlink()
@@ -307,8 +312,7 @@ def label_with_spark(inputs: Sequence[Path], output: Path, model_uri: str, *, to
                 raise
             raise SparkJobError(f"the Spark job failed: {_job_error(exc)}") from None
         finally:
-            if options.master is None or options.master.startswith("local"):
-                spark.stop()
+            spark.stop()
     paths = Paths(output / "labels", output / "errors")
     return SparkLabelResult(counters, paths, time.perf_counter() - started, 0, [str(p) for p in inputs],
                             master=summary["master"], partitions=partitions)
