@@ -90,7 +90,7 @@ def spark_session(options: SparkOptions):
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={_quiet_log4j().as_uri()}",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.log.level": "ERROR",
+        "spark.log.level": "FATAL",
         "spark.sql.execution.arrow.maxRecordsPerBatch": str(options.batch),
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         # our own _SUCCESS marks the whole output; Spark's per-folder markers would mark parts of it
@@ -106,13 +106,15 @@ def spark_session(options: SparkOptions):
 
 
 def _quiet_log4j() -> Path:
-    """A log4j2 configuration that shows the JVM's errors only (not Spark's start-up chatter)."""
+    """A log4j2 configuration that keeps the JVM quiet: a failed job is reported as one line by papertrack
+    (override with --spark-conf spark.driver.extraJavaOptions=... to see Spark's own logs)."""
+    text = ("rootLogger.level = fatal\nrootLogger.appenderRef.stderr.ref = console\n"
+            "appender.console.type = Console\nappender.console.name = console\n"
+            "appender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
+            "appender.console.layout.pattern = %p %c{1}: %m%n%ex\n")
     path = Path(tempfile.gettempdir()) / "papertrack-spark-log4j2.properties"
-    if not path.exists():
-        path.write_text("rootLogger.level = error\nrootLogger.appenderRef.stderr.ref = console\n"
-                        "appender.console.type = Console\nappender.console.name = console\n"
-                        "appender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
-                        "appender.console.layout.pattern = %p %c{1}: %m%n%ex\n", encoding="utf-8")
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
     return path
 
 
@@ -416,13 +418,14 @@ def _rename_parts(folder: Path, old: str, new: str) -> None:
 
 
 def _job_error(exc: BaseException) -> str:
-    """The one informative line of a Spark/Py4J failure (the Python exception, else the first line)."""
-    text = str(exc)
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith(("pyspark.errors", "org.apache.spark.SparkException", "Caused by")):
-            continue
-        for marker in ("IngestError:", "MlflowException:", "ValueError:", "Error:", "Exception:"):
-            if marker in stripped:
-                return stripped[:400]
-    return _first_line(exc)[:400]
+    """The one informative line of a Spark/Py4J failure: the Python exception raised in a worker when there
+    is one, else Spark's own message without its class-name prefixes."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    for line in lines:  # an exception raised by our code or the model in a Python worker
+        if line.startswith(("papertrack.", "mlflow.exceptions.", "ValueError:", "TypeError:", "KeyError:")):
+            return line[:400]
+    lines = [line for line in lines if not line.startswith("An error occurred while calling")]  # Py4J's own
+    line = lines[0] if lines else type(exc).__name__
+    for prefix in (":", "org.apache.spark.SparkException:", "Job aborted due to stage failure:"):
+        line = line.removeprefix(prefix).strip()
+    return line[:400]

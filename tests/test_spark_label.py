@@ -143,7 +143,9 @@ def test_parquet_output_bad_parquet_no_complete_output_and_clear_errors(spark_ru
     out2 = tmp_path / "broken-out.jsonl"
     result = run_cli(str(broken), "-o", str(out2), "--engine", "spark", "--master", MASTER)
     assert result.exit_code == 2, result.output
-    assert result.output.strip().startswith("error:") and len(result.output.strip().splitlines()) <= 2
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("error: the Spark job failed:") and "broken.parquet" in last, result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 2
     assert not out2.exists() and not Path(str(out2) + ".partial").exists()
 
 
