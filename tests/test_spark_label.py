@@ -170,8 +170,8 @@ def test_bad_input_is_one_clear_line_before_spark_starts(case, trained, inputs, 
         out, expected = tmp_path / "out.csv", "*.jsonl or *.parquet"
     result = run_cli(dump, "-o", str(out), "--engine", "spark", "--master", MASTER, "--model", model)
     assert result.exit_code in (1, 2), result.output
-    text = " ".join(result.output.split())
-    assert text.startswith("error:") and expected in text, result.output
+    last = " ".join(result.output.strip().splitlines()[-1].split())  # after the "Labeling with ..." line
+    assert last.startswith("error:") and expected in last, result.output
     assert "Traceback" not in result.output
     assert not out.exists() and not Path(str(out) + ".partial").exists()
 
