@@ -9,7 +9,7 @@ The same rows as the in-process labeler (``serving/labeler.py``), for dumps too 
   lines) and a JSON array — are parsed on the driver by ``ingest.iter_records`` first and handed to Spark.
 * Labeling. ``mlflow.pyfunc.spark_udf`` of THE registered pyfunc (``env_manager="local"``: the executors'
   Python is this venv's, ``PYSPARK_PYTHON``), downloaded once so the alias cannot move mid-job.
-* Rows. Built on the executors by the labeler's own ``RowFormat`` / ``error_rows`` / ``_score``: a JSONL
+* Rows. Built on the executors by the labeler's own ``RowFormat`` / ``error_rows`` / ``Counters.add``: a JSONL
   part holds byte-for-byte the lines ``papertrack label`` writes; a Parquet part the same fields as columns.
 * Output: a folder ``OUT`` (``.jsonl`` or ``.parquet``) with ``labels/part-*`` (in input order: part 0 first,
   rows by file then line), ``errors/part-*.jsonl`` (one row per record that could not be labeled, with the
@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -35,8 +36,11 @@ from pathlib import Path
 
 from papertrack.errors import PapertrackError, UsageError
 from papertrack.features.ingest import BadRecord, IngestError, Record, detect_format, iter_records
-from papertrack.serving.labeler import (SUMMARY_K, Counters, LabelError, LabelResult, ModelMissing, Paths, RowFormat,
-                                        _first_line, _score, error_rows, partial_path)
+from papertrack.serving.labeler import Counters, LabelError, LabelResult, ModelMissing, partial_path
+from papertrack.serving.labeler.backends import _first_line, over_limits
+from papertrack.serving.labeler.checkpoint import Paths
+from papertrack.serving.labeler.rows import RowFormat, error_rows
+from papertrack.serving.labeler.summary import SUMMARY_K
 
 OUTPUT_KINDS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 PARQUET = "parquet"
@@ -75,7 +79,6 @@ def spark_session(options: SparkOptions):
     except ImportError:
         raise UsageError("--engine spark needs pyspark: pip install 'papertrack[spark]' (and Java 17)") from None
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     warnings.filterwarnings("ignore", message=r"Calling `spark_udf\(\)` with `env_manager=\"local\"`")
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -204,10 +207,15 @@ def _arrow_items():
 
 
 def _item_tuple(index: int, item: Record | BadRecord | None) -> list[tuple]:
+    """The ITEM_SCHEMA row of a parsed item; a record over the service's size limits is rejected here, as the
+    in-process labeler rejects it."""
     if item is None:
         return []
     if isinstance(item, BadRecord):
         return [(index, item.line, item.id, None, None, None, item.kind, item.reason)]
+    too_big = over_limits(item)
+    if too_big is not None:
+        return [(index, item.line, item.id, None, None, None, "rejected", too_big)]
     return [(index, item.line, item.id, item.abstract, item.title, item.label, None, None)]
 
 
@@ -226,9 +234,12 @@ def _rows_function(sources: list[str], top_k: int, known: frozenset[str]):
             for item in batch.to_pylist():
                 record = Record(item["id"], item["abstract"], item["title"], item["label"], None, None,
                                 sources[item["file"]], item["line"])
-                answer = item["prediction"]
+                # the pyfunc's optional outputs (prediction_set, confident) are null when the model has none:
+                # the in-process answer then has no such keys
+                answer = {key: value for key, value in item["prediction"].items()
+                          if value is not None or key in ("tracks", "areas")}
                 counts = Counters()
-                _score(counts, record, answer, known)
+                counts.add(record, answer, known)
                 out["file"].append(item["file"])
                 out["line"].append(item["line"])
                 out["row"].append(formatter.rows([(record, answer)]).decode("utf-8").rstrip("\n"))
@@ -277,6 +288,7 @@ def label_with_spark(inputs: Sequence[Path], output: Path, model_uri: str, *, to
                      notice: Callable[[str], None] = lambda message: None) -> SparkLabelResult:
     """Label every record of ``inputs`` into the folder ``output`` on Spark (see the module doc)."""
     started = time.perf_counter()
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     inputs = [Path(p) for p in inputs]
     if not inputs:
         raise LabelError("no input file")
@@ -381,8 +393,11 @@ def _run(spark, inputs: list[Path], formats: list[str], staging: Path, kind: str
 
     totals = rows.agg(F.count("*").alias("rows"), *[F.sum(c).alias(c) for c in ("labeled", "top1", "top3", "unknown")]
                       ).collect()[0]
+    ids = items.where(F.col("id").isNotNull()).agg(F.count("*").alias("n"), F.countDistinct("id").alias("distinct")
+                                                    ).collect()[0]
     counters = Counters(inputs=items.count(), rows=totals["rows"], errors=bad.count(), labeled=totals["labeled"] or 0,
-                        top1=totals["top1"] or 0, top3=totals["top3"] or 0, unknown_labels=totals["unknown"] or 0)
+                        top1=totals["top1"] or 0, top3=totals["top3"] or 0, unknown_labels=totals["unknown"] or 0,
+                        duplicate_ids=ids["n"] - ids["distinct"])
     rows.unpersist()
     items.unpersist()
     if counters.inputs != counters.rows + counters.errors:  # pragma: no cover - a bug, never data
@@ -418,12 +433,15 @@ def _rename_parts(folder: Path, old: str, new: str) -> None:
 
 
 def _job_error(exc: BaseException) -> str:
-    """The one informative line of a Spark/Py4J failure: the Python exception raised in a worker when there
-    is one, else Spark's own message without its class-name prefixes."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    for line in lines:  # an exception raised by our code or the model in a Python worker
-        if line.startswith(("papertrack.", "mlflow.exceptions.", "ValueError:", "TypeError:", "KeyError:")):
-            return line[:400]
+    """The one informative line of a Spark/Py4J failure: the exception raised in a Python worker when there
+    is one (the last ``Name: message`` line of its traceback), else Spark's own message without its
+    class-name prefixes."""
+    text = str(exc).split("JVM stacktrace:")[0]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if any(line.startswith("Traceback (most recent call last)") for line in lines):
+        raised = [line for line in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b", line)]
+        if raised:
+            return f"in a Python worker: {raised[-1]}"[:400]
     lines = [line for line in lines if not line.startswith("An error occurred while calling")]  # Py4J's own
     line = lines[0] if lines else type(exc).__name__
     for prefix in (":", "org.apache.spark.SparkException:", "Job aborted due to stage failure:"):
