@@ -364,10 +364,10 @@ def _label_field(fields: dict[str, object], name: str) -> str | None:
     return value.strip() or None
 
 
-def _record_from_mapping(
+def record_from_mapping(
     obj: dict, source: str, line: int, labeled: bool | None
 ) -> Record | BadRecord:
-    """Turn one JSON object or CSV row (field names matched case-insensitively) into a record."""
+    """Turn one JSON object, CSV row or Parquet row (field names matched case-insensitively) into a record."""
     fields = {str(key).strip().lower(): value for key, value in obj.items()}
     record_id = _optional_text(fields.get("id"))
     if "abstract" not in fields:
@@ -413,24 +413,41 @@ def _record_from_value(value: object, source: str, line: int, labeled: bool | No
     """A decoded JSON value as a record; anything but an object is a ``BadRecord``."""
     if not isinstance(value, dict):
         return BadRecord(source, line, f"JSON value is not an object (got {_json_type(value)})")
-    return _record_from_mapping(value, source, line, labeled)
+    return record_from_mapping(value, source, line, labeled)
 
 
 def _parse_jsonl(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
     """One JSON object per line; blank lines are skipped, broken lines become ``BadRecord``."""
     source = str(path)
     for lineno, text in _read_lines(path):
-        if not text.strip():
-            continue
+        item = json_line_record(text, source, lineno, labeled)
+        if item is not None:
+            yield item
+
+
+def json_line_record(
+    data: str | bytes, source: str, line: int, labeled: bool | None = None
+) -> Record | BadRecord | None:
+    """One line of a JSON-lines file as a record, None for a blank line.
+
+    ``data`` is the text of the line, or its raw bytes when an engine splits the file itself (Spark):
+    then a BOM on line 1 is dropped and a line that is not UTF-8 becomes a ``BadRecord``.
+    """
+    if isinstance(data, bytes):
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            yield BadRecord(source, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
-            continue
-        except RecursionError:
-            yield BadRecord(source, lineno, _TOO_DEEP)
-            continue
-        yield _record_from_value(value, source, lineno, labeled)
+            data = _decode_line(source, line, data.removeprefix(_UTF8_BOM) if line == 1 else data)
+        except IngestError as exc:
+            return BadRecord(source, line, exc.message)
+        data = data.rstrip("\r\n")
+    if not data.strip():
+        return None
+    try:
+        value = json.loads(data)
+    except json.JSONDecodeError as exc:
+        return BadRecord(source, line, f"invalid JSON: {exc.msg} (column {exc.colno})")
+    except RecursionError:
+        return BadRecord(source, line, _TOO_DEEP)
+    return _record_from_value(value, source, line, labeled)
 
 
 def _parse_json_array(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
@@ -549,7 +566,7 @@ def _parse_csv(path: str | PathLike, labeled: bool | None) -> Iterator[Record | 
         elif len(row) != len(columns):
             yield BadRecord(source, start, f"row has {len(row)} fields but the header has {len(columns)}")
         else:
-            yield _record_from_mapping(dict(zip(columns, row)), source, start, labeled)
+            yield record_from_mapping(dict(zip(columns, row)), source, start, labeled)
 
 
 def _csv_columns(path: str | PathLike, line: int, header: list[str]) -> list[str]:

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.text import Text
 from typer.core import TyperGroup
 
-from papertrack import settings
+from papertrack import settings, tracking_server
 from papertrack.errors import NoModelError, PapertrackError
 from papertrack.serving import commands as serving_commands
 from papertrack.training import commands as training_commands
@@ -31,6 +31,7 @@ app = typer.Typer(name="papertrack", cls=_Commands, no_args_is_help=True, add_co
                   help="Tell which conference track (Area · Subarea) an ML paper belongs to, from its abstract.")
 training_commands.add_commands(app)
 serving_commands.add_commands(app)
+tracking_server.add_commands(app)
 
 
 def main() -> None:
@@ -39,3 +40,7 @@ def main() -> None:
     warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted in multiple ways")
     warnings.filterwarnings("ignore", message="Operation with range is deprecated")
     app()
+
+
+if __name__ == "__main__":  # spark-submit runs a Python file: spark-submit papertrack/cli.py label ...
+    main()

@@ -10,6 +10,7 @@ recorded on the new version.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import mlflow
@@ -25,6 +26,8 @@ CV_TIEBREAK_METRIC = "label_macro_f1"
 # model-version tags that describe the version; every other tag with a numeric value is a metric
 INFO_TAGS = ("data_digest", "candidate", "run_id", "gate", "data_change")
 DECISION_TAG_PREFIX = "champion_rule"  # the champion rule's decision and its numbers (not metrics)
+SETTLE_TIMEOUT = 300.0  # seconds a registration waits for earlier, concurrent ones to set their alias
+IN_FLIGHT_SECONDS = 15 * 60  # an undecided version younger than this (before ours) is still being decided
 
 
 @dataclass
@@ -106,9 +109,14 @@ def gate(new_metrics: dict[str, float], new_digest: str, champion) -> tuple[bool
 def register(model_uri: str, run_id: str, metrics: dict[str, float], digest: str, candidate: str,
              name: str = MODEL_NAME, decision_tags: dict[str, str] | None = None) -> Decision:
     """Register the model version and give it the champion or challenger alias. ``decision_tags``
-    (keys starting with ``champion_rule``) record why this candidate won its sweep."""
-    champion = current_champion(name)
-    promote, reason = gate(metrics, digest, champion)
+    (keys starting with ``champion_rule``) record why this candidate won its sweep.
+
+    Concurrent ``train`` runs against one store (a team tracking server) are decided one after the other,
+    in the order of their version numbers (the store hands those out atomically): the gate compares with
+    the champion read *after* every earlier registration has set its alias (see ``_wait_for_earlier``),
+    never with the champion seen before registering. So two runs racing can never both become champion,
+    and the outcome is the one of running them one after the other in version order.
+    """
     version = mlflow.register_model(model_uri, name)
     c = client()
     tags = {"data_digest": digest, "candidate": candidate, "run_id": run_id,
@@ -117,11 +125,39 @@ def register(model_uri: str, run_id: str, metrics: dict[str, float], digest: str
         if not key.startswith(DECISION_TAG_PREFIX):
             raise ValueError(f"decision tag {key!r} must start with {DECISION_TAG_PREFIX!r}")
         tags[key] = value
-    if champion is not None and champion.tags.get("data_digest") != digest:
-        tags["data_change"] = f"{champion.tags.get('data_digest')} -> {digest} (previous champion v{champion.version})"
     for key, value in tags.items():
         c.set_model_version_tag(name, version.version, key, value)
+    waited = _wait_for_earlier(c, name, version)
+    champion = current_champion(name)  # re-read now, just before setting the alias
+    promote, reason = gate(metrics, digest, champion)
+    if waited:
+        reason += f" ({waited})"
+    if champion is not None and champion.tags.get("data_digest") != digest:
+        c.set_model_version_tag(name, version.version, "data_change",
+                                f"{champion.tags.get('data_digest')} -> {digest} (previous champion v{champion.version})")
     alias = CHAMPION if promote else CHALLENGER
     c.set_registered_model_alias(name, alias, version.version)
+    # the gate tag comes last: it tells later registrations that this one's alias is set
     c.set_model_version_tag(name, version.version, "gate", reason)
     return Decision(version.version, alias, reason, champion.version if champion else None)
+
+
+def _wait_for_earlier(c, name: str, version, timeout: float = SETTLE_TIMEOUT, poll: float = 0.5) -> str:
+    """Wait until every lower-numbered version registered shortly before ``version`` has its ``gate`` tag.
+
+    Only versions created within IN_FLIGHT_SECONDS before this one count as still being decided (a
+    version registered by hand, or by a run that died long ago, never gets the tag). Returns "" or, after
+    ``timeout``, a note naming the versions that did not decide in time (this one is decided without them).
+    """
+    mine = int(version.version)
+    since = (version.creation_timestamp or 0) - IN_FLIGHT_SECONDS * 1000
+    deadline = time.monotonic() + timeout
+    while True:
+        pending = sorted(int(v.version) for v in c.search_model_versions(f"name='{name}'")
+                         if int(v.version) < mine and "gate" not in (v.tags or {})
+                         and (v.creation_timestamp or 0) >= since)
+        if not pending:
+            return ""
+        if time.monotonic() >= deadline:
+            return f"decided without waiting longer for undecided version(s) {', '.join(map(str, pending))}"
+        time.sleep(poll)

@@ -4,6 +4,10 @@ Default: a sqlite store under ``PAPERTRACK_HOME`` with artifacts in ``<home>/art
 ``MLFLOW_TRACKING_URI`` wins; for a database URI (sqlite, postgresql, ...) the experiment's artifacts
 still go under ``PAPERTRACK_HOME`` (never the working directory), for a tracking server (http/https)
 they go to the server's artifact store.
+
+A tracking server is probed once (one request, a short timeout, no retries) before MLflow's own client,
+which retries for minutes, is used: a server that is down, or whose database is down, is reported as
+:class:`TrackingServerUnreachable` ("cannot reach the tracking server at …") instead of a long hang.
 """
 
 from __future__ import annotations
@@ -14,6 +18,13 @@ import mlflow
 from mlflow.tracking import MlflowClient
 
 from papertrack import settings
+from papertrack.errors import PapertrackError
+
+PROBE_TIMEOUT = 10.0  # seconds for the one reachability request to a tracking server
+
+
+class TrackingServerUnreachable(PapertrackError):
+    """The tracking server (or the database behind it) does not answer."""
 
 
 def configure() -> str:
@@ -23,6 +34,8 @@ def configure() -> str:
     uri = current.tracking_uri
     if uri.startswith("sqlite:///"):
         Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    if uri.startswith(("http://", "https://")):
+        check_tracking_server(uri)
     mlflow.set_tracking_uri(uri)
     mlflow.set_registry_uri(uri)
     if current.user_tracking_uri is None:
@@ -35,6 +48,34 @@ def configure() -> str:
         mlflow.create_experiment(settings.EXPERIMENT_NAME, artifact_location=location)
     mlflow.set_experiment(settings.EXPERIMENT_NAME)
     return uri
+
+
+def check_tracking_server(uri: str, timeout: float = PROBE_TIMEOUT) -> None:
+    """One tracking-API request (the experiment look-up every command makes first): raise
+    TrackingServerUnreachable when the server does not answer or fails it (e.g. its database is down)."""
+    import httpx
+
+    where = f"cannot reach the tracking server at {uri}"
+    try:
+        response = httpx.get(uri.rstrip("/") + "/api/2.0/mlflow/experiments/get-by-name",
+                             params={"experiment_name": settings.EXPERIMENT_NAME}, timeout=timeout)
+    except httpx.HTTPError as exc:
+        raise TrackingServerUnreachable(f"{where} ({type(exc).__name__}: {exc or 'no answer'}). Start it "
+                                        f"(`papertrack tracking-server`) or fix MLFLOW_TRACKING_URI.") from None
+    if response.status_code == 200 or (response.status_code == 404 and "RESOURCE_DOES_NOT_EXIST" in response.text):
+        return
+    detail = _server_error(response)
+    hint = " (is its database up?)" if response.status_code >= 500 else ""
+    raise TrackingServerUnreachable(f"{where}: it answered {response.status_code}{hint}: {detail}")
+
+
+def _server_error(response) -> str:
+    try:
+        message = str(response.json().get("message", ""))
+    except ValueError:
+        message = response.text
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    return (lines[0] if lines else response.reason_phrase)[:300]
 
 
 def client() -> MlflowClient:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create .venv (Python 3.11) and install papertrack with the embedding extra and the test tools.
+# Create .venv (Python 3.11) and install papertrack with its extras (embeddings, spark, team) and the test tools.
 # Idempotent: a second run only checks that everything is installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,6 @@ if [ ! -x .venv/bin/python ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
 fi
 # torch==2.13.0 is pinned in the [embeddings] extra: pip takes the local CPU wheel instead of a CUDA build.
-.venv/bin/python -m pip install --quiet --progress-bar off -e ".[embeddings,dev]"
+.venv/bin/python -m pip install --quiet --progress-bar off -e ".[embeddings,spark,team,dev]"
 .venv/bin/papertrack --help >/dev/null
 echo "papertrack installed in $(pwd)/.venv"

@@ -16,6 +16,7 @@ from rich.progress import (BarColumn, Progress, ProgressColumn, TaskProgressColu
 from rich.text import Text
 
 from papertrack import settings
+from papertrack.errors import UsageError
 from papertrack.features.ingest import FORMATS
 
 console = Console()
@@ -155,11 +156,38 @@ def label(
     chunk_size: Annotated[int, typer.Option(min=1, help="Records labeled per step (and per checkpoint).")]
     = 2000,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    engine: Annotated[str, typer.Option(help="local: this process; spark: a Spark job (output: a folder of "
+                                             "partitions OUT.jsonl/ or OUT.parquet/; needs the [spark] extra).")]
+    = "local",
+    master: Annotated[Optional[str], typer.Option(help="Spark master: local[2], spark://HOST:7077, ... "
+                                                       "(default: spark-submit's, else local[*]).")] = None,
+    partitions: Annotated[Optional[int], typer.Option(min=1, help="Spark partitions to label in "
+                                                      "(default: the cores Spark has).")] = None,
+    spark_conf: Annotated[Optional[list[str]], typer.Option(
+        "--spark-conf", help="A Spark setting KEY=VALUE (repeatable), e.g. spark.executor.memory=4g.")] = None,
 ) -> None:
     """Label every abstract of the dump(s): one output row per input record, in input order."""
     from papertrack.features.ingest import IngestError
     from papertrack.serving.labeler import HttpBackend, LabelError, LocalBackend, label_dumps, partial_path
 
+    if engine not in ("local", "spark"):
+        raise UsageError(f"--engine must be local or spark, got {engine!r}")
+    if engine == "spark":
+        from papertrack.serving.spark_label import SparkOptions, label_with_spark
+
+        unsupported = [name for name, given in (("--url", url), ("--resume", resume), ("--errors", errors)) if given]
+        conf = [tuple(item.split("=", 1)) for item in spark_conf or []]
+        if any(len(pair) != 2 or not pair[0] for pair in conf):
+            raise UsageError(f"--spark-conf takes KEY=VALUE, got {spark_conf}")
+        if unsupported:
+            raise UsageError(f"{', '.join(unsupported)} cannot be used with --engine spark (errors go to OUT/errors/)")
+        err_console.print(f"Labeling with {model} on Spark (master {master or 'default'})", soft_wrap=True,
+                          markup=False, highlight=False)
+        _print_summary(label_with_spark(dumps, output, model, top_k=top_k, fmt=fmt, notice=_note,
+                                        options=SparkOptions(master=master, partitions=partitions, conf=tuple(conf))))
+        return
+    if master or partitions or spark_conf:
+        raise UsageError("--master, --partitions and --spark-conf need --engine spark")
     backend = HttpBackend(url) if url else LocalBackend(model)
     err_console.print(f"Labeling with {backend.description}", soft_wrap=True, markup=False, highlight=False)
     # Everything loaded so far (libraries, the model) lives until the end: keep it out of the cyclic GC's
