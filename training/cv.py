@@ -41,6 +41,8 @@ def check_trainable(labels: Sequence[str], folds: int, files: Sequence[str]) -> 
     where = ", ".join(str(f) for f in files)
     if folds < 2:
         raise UsageError(f"--folds must be at least 2, got {folds}")
+    if not labels:
+        raise UsageError(f"{where}: no labels to train on (0 usable labeled records)")
     if len(labels) < folds:
         raise UsageError(f"{where}: {len(labels):,} usable labeled record(s), fewer than --folds {folds}; "
                          f"add labeled records or lower --folds (at least 2 records are needed)")
