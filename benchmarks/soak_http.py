@@ -50,8 +50,8 @@ def predict_counts(metrics_dir: Path) -> dict[str, float]:
     for path in sorted(metrics_dir.glob("counter_*.db")):
         total = 0.0
         for key, value, *_rest in MmapedDict.read_all_values_from_file(str(path)):
-            name, _sample, labels, _help = json.loads(key)
-            if name.endswith("request_total") and labels.get("endpoint") == "/predict":
+            _metric, sample, labels, _help = json.loads(key)
+            if sample.endswith("request_total") and labels.get("endpoint") == "/predict":
                 total += value
         counts[path.stem.removeprefix("counter_")] = total
     return counts

@@ -11,9 +11,10 @@ the BentoML store (``bentoml serve`` alone binds every interface).
 
 Answers come from :meth:`TrackPredictor.predict` of the loaded
 pyfunc's predictor — the same artifact and logic as ``mlflow.pyfunc.load_model(...).predict``, without
-pandas and MLflow schema enforcement on the hot path. Prediction endpoints are synchronous: BentoML runs
-them in the worker's thread pool, so a slow model (an embedding champion) never blocks the event loop
-that accepts and parses requests.
+pandas and MLflow schema enforcement on the hot path. A slow model (an embedding champion) never blocks
+the event loop that accepts and parses requests: ``/predict`` runs it in a thread pool when one prediction
+costs more than ``INLINE_MAX_MS`` (measured at start-up; a TF-IDF model answers in the loop, cheaper than
+a thread hop), ``/predict_batch`` and ``/drift`` are synchronous (BentoML's thread pool).
 
 In front of the endpoints (outermost first): :class:`~.balance.ConnectionRecycler` (keep-alive clients
 spread over workers), :class:`~.origin.OriginGuard` (Host and Origin checks), :class:`~.openapi.SpecRoute`
@@ -25,9 +26,13 @@ unless it is set explicitly; the embedder's in-memory cache is bounded).
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import logging
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
 import attrs
@@ -47,6 +52,7 @@ from papertrack.serving.openapi import SpecRoute
 from papertrack.serving.origin import OriginGuard
 
 logger = logging.getLogger("bentoml.papertrack")  # under "bentoml": shown in the server log
+INLINE_MAX_MS = 3.0  # a model predicting one abstract faster than this answers /predict in the event loop
 
 settings.quiet_third_parties()
 _served: dict[str, int] = {}  # facts of the model this worker serves, for the OpenAPI spec
@@ -147,17 +153,29 @@ class PaperTrack:
         )
         self.predictor.predict(["warm-up abstract"])  # first-call costs out of the first request
         explain_api.warm_up(self.predictor)  # the explainer is built once per worker
+        # A cheap model (TF-IDF, ~1 ms) answers /predict in the event loop: handing each request to a thread
+        # costs more than the prediction. A slow one (sentence embeddings, ~30-100 ms) runs in a thread pool,
+        # so the event loop keeps accepting and parsing requests while it computes.
+        self.predict_ms = _median_ms(lambda: self.predictor.predict([schemas.EXAMPLE_ABSTRACT]), repeats=5)
+        self.inference_pool = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="papertrack-predict")
+                               if self.predict_ms > INLINE_MAX_MS else None)
         gc.freeze()  # the libraries and the model live as long as the worker: keep them out of GC scans
-        logger.info("papertrack model %s (v%s, run %s) loaded", stored.tag, self.model_info.version,
-                    self.model_info.run_id)
+        logger.info("papertrack model %s (v%s, run %s) loaded; %.1f ms per abstract, /predict runs %s",
+                    stored.tag, self.model_info.version, self.model_info.run_id, self.predict_ms,
+                    "in a thread pool" if self.inference_pool else "in the event loop")
 
     # --- endpoints -------------------------------------------------------------------------
     @bentoml.api(route="/predict", input_spec=schemas.PredictRequest, output_spec=schemas.PredictResponse)
-    def predict(self, abstract: str, title: Optional[str] = None, top_k: int = schemas.DEFAULT_TOP_K):
+    async def predict(self, abstract: str, title: Optional[str] = None, top_k: int = schemas.DEFAULT_TOP_K):
         """Ranked tracks (top_k) and every area, for one abstract."""
-        # sync on purpose: runs in the worker's thread pool, so a slow model cannot block the event loop
         if top_k > self.n_labels:
             return self._top_k_error(top_k)
+        if self.inference_pool is None:
+            return self._predict_one(abstract, title, top_k)
+        return await asyncio.get_running_loop().run_in_executor(self.inference_pool, self._predict_one, abstract,
+                                                                title, top_k)
+
+    def _predict_one(self, abstract: str, title: str | None, top_k: int) -> Response:
         result = self.predictor.predict([abstract], [title], top_k)[0]
         result["model"] = self._model_json
         return _json(result)
@@ -227,6 +245,15 @@ def _bento_model_tag() -> str | None:
         if info.name == PaperTrack.name and info.models:
             return str(info.models[0].tag)
     return None
+
+
+def _median_ms(call, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
 
 
 def _json(data: dict) -> Response:

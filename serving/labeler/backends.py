@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from papertrack.features.ingest import Record
+from papertrack.serving.schemas import MAX_ABSTRACT_CHARS, MAX_TITLE_CHARS
 from papertrack.serving.labeler.errors import LabelError, ModelMissing
 
 if TYPE_CHECKING:
@@ -36,8 +37,6 @@ def over_limits(record: Record) -> str | None:
 
     Applied by every backend, so labeling locally and through ``--url`` give the same rows and errors.
     """
-    from papertrack.serving.schemas import MAX_ABSTRACT_CHARS, MAX_TITLE_CHARS
-
     if len(record.abstract) > MAX_ABSTRACT_CHARS:
         return f"abstract has {len(record.abstract):,} characters; at most {MAX_ABSTRACT_CHARS:,} are accepted"
     if record.title and len(record.title) > MAX_TITLE_CHARS:

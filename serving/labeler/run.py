@@ -9,7 +9,6 @@ the run is checkpointed (:mod:`.checkpoint`), so ``resume`` continues it exactly
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import threading
@@ -149,7 +148,7 @@ def label_dumps(inputs: Sequence[Path], output: Path, backend, *, top_k: int = 3
 
 
 class _SeenIds:
-    """Which record ids were already seen (as 8-byte hashes, so memory stays small for big dumps)."""
+    """Which record ids were already seen (as hashes, so memory stays small for big dumps)."""
 
     def __init__(self):
         self._hashes: set[int] = set()
@@ -158,7 +157,7 @@ class _SeenIds:
         """Remember ``item``'s id; True when an earlier record had the same id."""
         if not isinstance(item, Record):
             return False
-        key = int.from_bytes(hashlib.blake2b(item.id.encode("utf-8"), digest_size=8).digest(), "little")
+        key = hash(item.id)  # per process: the set is rebuilt from the input when a run resumes
         if key in self._hashes:
             return True
         self._hashes.add(key)
