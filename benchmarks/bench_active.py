@@ -131,7 +131,7 @@ def markdown(summary: dict, summary_top1: dict, seeds) -> str:
     return "\n".join(lines)
 
 
-def plot(summary: dict, path: Path) -> None:
+def plot(summary: dict, path: Path, title: str = "Active labeling, tfidf-word-logreg (band: min–max over seeds)") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -144,7 +144,7 @@ def plot(summary: dict, path: Path) -> None:
         ax.fill_between(x, [p["min"] for p in curve], [p["max"] for p in curve], alpha=0.15)
     ax.set_xlabel("ICML 2024 labels added to ICLR 2024 (picked by the strategy)")
     ax.set_ylabel("label top-3 on held-out ICML 2024")
-    ax.set_title("Active labeling simulation (tfidf-word-logreg; band = min–max over seeds)")
+    ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -160,7 +160,13 @@ def main() -> None:
     parser.add_argument("--measure", default="margin", choices=("margin", "entropy"), help="uncertainty measure")
     parser.add_argument("--plot", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--replot", type=Path, default=None, help="only redraw --plot from an earlier --json file")
     args = parser.parse_args()
+    if args.replot:
+        saved = json.loads(args.replot.read_text(encoding="utf-8"))
+        plot(saved["summary"], args.plot or args.replot.with_suffix(".png"),
+             f"Active labeling, tfidf-word-logreg, {saved['args'].get('measure', 'margin')} (band: min–max over seeds)")
+        return
 
     base_texts, base_labels = load("iclr2024_topics.jsonl")
     texts, labels = load("icml2024_topics.jsonl")
@@ -175,7 +181,7 @@ def main() -> None:
     print(markdown(summary, summary_top1, args.seeds))
     print(f"\nwall time {time.perf_counter() - started:.0f} s")
     if args.plot:
-        plot(summary, args.plot)
+        plot(summary, args.plot, f"Active labeling, tfidf-word-logreg, {args.measure} (band: min–max over seeds)")
         print(f"plot: {args.plot}")
     if args.json:
         args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "results": results,

@@ -75,10 +75,13 @@ def report_run(predictor, output: Path, inputs: Sequence[Path], *, fmt: str | No
         note(f"no drift report ({why})")
         return None
     report = output_drift(output, inputs, profile, fmt=fmt, use_title=bool(getattr(predictor, "use_title", False)))
-    path = drift_path(output)
-    path.write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     for line in summary_lines(report):
         say(line)
+    path = drift_path(output)
+    if path.resolve() in {Path(p).resolve() for p in inputs}:
+        note(f"drift report not written: {path} is an input")
+        return report
+    path.write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     say(f"drift report: {path}")
     return report
 

@@ -103,7 +103,7 @@ def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_n
     started = time.perf_counter()
     candidates, skipped = plan_candidates(candidate_names, console)
     records, summary = load_dataset([str(p) for p in data_paths], fmt, labeled=True, accept_suggested=accept_suggested)
-    for line in summary.lines():
+    for line in summary.lines():  # first: they say why records were left out (duplicates, model guesses)
         console.print(f"  {line}")
     check_trainable([r.label for r in records], folds, [str(p) for p in data_paths])
     data = TrainingSet.from_records(records, use_title=use_title)
