@@ -1,7 +1,8 @@
 """What the prediction artifact carries beyond its classifier, attached when the winner is refit:
 
-* the confidence calibration (:mod:`papertrack.models.confidence`) from the winner's held-out probabilities,
-  logged to the winner's MLflow run: its metrics (nominal and empirical coverage of the prediction sets,
+* the confidence calibration (:mod:`papertrack.models.confidence`) from the held-out probabilities the
+  winner was selected on (the shift holdout when the data has several sources, else out-of-fold), logged
+  to the winner's MLflow run: its metrics (nominal and empirical coverage of the prediction sets,
   mean set size, the confident threshold, its share and precision), ``confidence/calibration.json`` and the
   figure ``plots/risk_coverage.png``;
 * the nearest-neighbour index of the labeled training abstracts (:mod:`papertrack.models.neighbors`).
@@ -22,20 +23,21 @@ from papertrack.training.data import TrainingSet
 COVERAGE_TOLERANCE = 0.02  # the empirical coverage should be within this of the nominal one
 
 
-def attach(predictor, held_out_proba: np.ndarray, data: TrainingSet, source: str = "out-of-fold",
-           console: Console | None = None) -> None:
-    """Calibrate ``predictor`` on ``held_out_proba`` (rows aligned with ``data.y``), give it the neighbour
-    index of ``data``, and log the calibration to the active MLflow run."""
+def attach(predictor, held_out_proba: np.ndarray, held_out_y: np.ndarray, data: TrainingSet,
+           shift_holdout: bool = False, console: Console | None = None) -> None:
+    """Calibrate ``predictor`` on ``held_out_proba`` (true labels ``held_out_y``; from the shift holdout or
+    out-of-fold), give it the neighbour index of ``data``, and log the calibration to the active MLflow run."""
     import mlflow
 
-    confidence = calibrate(held_out_proba, data.y, source=source)
+    source = "shift holdout" if shift_holdout else "out-of-fold"
+    confidence = calibrate(held_out_proba, held_out_y, source=source)
     predictor.confidence = confidence
     records = data.records
     predictor.neighbors = NeighborIndex.build([r.abstract for r in records], [r.id for r in records],
                                               [r.title for r in records], [r.label for r in records])
     mlflow.log_metrics(confidence.metrics())
     mlflow.log_dict(confidence.to_dict(), "confidence/calibration.json")
-    fig = risk_coverage_figure(held_out_proba, data.y, confidence)
+    fig = risk_coverage_figure(held_out_proba, held_out_y, confidence)
     mlflow.log_figure(fig, "plots/risk_coverage.png")
     plots.close(fig)
     off = abs(confidence.empirical_coverage - confidence.coverage)

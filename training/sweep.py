@@ -334,7 +334,7 @@ def _refit_and_log(winner: CandidateResult, data: TrainingSet, seed: int, use_ti
                             "title": [r.title or "" for r in data.records[:2]]})
     with tempfile.TemporaryDirectory() as tmp, mlflow.start_run(run_id=winner.run_id, nested=True):
         from papertrack.training import artifact_extras  # confidence calibration + neighbour index (issue 11)
-        artifact_extras.attach(predictor, winner.cv.oof_proba, data)
+        artifact_extras.attach(predictor, winner.selection_proba, winner.selection_y, data, winner.shift is not None)
         path = predictor.save(Path(tmp) / PREDICTOR_FILE)
         logged = mlflow.pyfunc.log_model(
             name="model", python_model=PaperTrackModel(), artifacts={"predictor": str(path)},
