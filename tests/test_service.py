@@ -512,7 +512,8 @@ def test_keep_alive_clients_are_asked_to_reconnect_now_and_then():
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"0")]})
         await send({"type": "http.response.body", "body": b""})
 
-    recycler = ConnectionRecycler(app, every=5)
+    now = {"t": 0.0}
+    recycler = ConnectionRecycler(app, every=5, max_age=1.0, clock=lambda: now["t"])
 
     def headers(client):
         sent = []
@@ -527,6 +528,8 @@ def test_keep_alive_clients_are_asked_to_reconnect_now_and_then():
     first = [headers(("127.0.0.1", 50001)).get(b"connection") for _ in range(10)]
     assert first == [None] * 4 + [b"close"] + [None] * 4 + [b"close"]
     assert headers(("127.0.0.1", 50002)).get(b"connection") is None  # counted per connection
+    now["t"] = 1.5  # a slow model: a connection older than max_age is recycled after few requests
+    assert headers(("127.0.0.1", 50002)).get(b"connection") == b"close"
 
 
 def test_served_model_stores_no_request_embeddings_on_disk(monkeypatch):
