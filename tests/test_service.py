@@ -73,8 +73,15 @@ def imported(bento_home):
 def client(imported):
     from starlette.testclient import TestClient
 
+    from prometheus_client import REGISTRY
+
     from papertrack.serving.service import PaperTrack
 
+    # another test module may have built the app in this process: its request metrics are registered in the
+    # process-wide Prometheus registry (single-process mode) and would be registered a second time
+    for collector, names in list(REGISTRY._collector_to_names.items()):
+        if any(name.startswith("bentoml_") for name in names):
+            REGISTRY.unregister(collector)
     with TestClient(PaperTrack.to_asgi(), base_url="http://127.0.0.1:3000") as test_client:
         yield test_client
 
