@@ -110,6 +110,23 @@ def _pct(sorted_values: list[float], pct: float) -> float:
     return sorted_values[index]
 
 
+def server_cpu_seconds(proc: subprocess.Popen | None) -> float:
+    """CPU seconds used so far by the server and every process under it (0 when not started here)."""
+    if proc is None:
+        return 0.0
+    import psutil
+
+    total = 0.0
+    root = psutil.Process(proc.pid)
+    for p in [root, *root.children(recursive=True)]:
+        try:
+            times = p.cpu_times()
+            total += times.user + times.system
+        except psutil.Error:
+            pass
+    return total
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -188,12 +205,17 @@ def main() -> None:
         asyncio.run(run_phase(host, port, requests, 4, 400, 10))  # warm-up (every worker, first-call costs)
         phases = [(1, args.latency_requests)] + [(c, args.throughput_requests) for c in args.concurrency]
         for concurrency, total in phases:
+            cpu_before = server_cpu_seconds(proc)
             result = asyncio.run(run_phase(host, port, requests, concurrency, total, args.max_seconds))
+            if proc is not None:  # the server's own CPU per request: much less sensitive to a busy machine
+                result["server_cpu_ms_per_request"] = round(
+                    1000 * (server_cpu_seconds(proc) - cpu_before) / max(1, result["requests"]), 3)
             results["phases"].append(result)
             print(f"c={concurrency:<3} {result['requests']:>6} req in {result['seconds']:>6.2f} s  "
                   f"{result['rps']:>8.1f} req/s  p50 {result['p50_ms']:.2f} ms  p90 {result['p90_ms']:.2f} ms  "
                   f"p99 {result['p99_ms']:.2f} ms  max {result['max_ms']:.1f} ms  failures {result['failures']}  "
-                  f"generator CPU {result['generator_cpu_share']:.0%}", flush=True)
+                  f"generator CPU {result['generator_cpu_share']:.0%}  "
+                  f"server CPU/request {result.get('server_cpu_ms_per_request', float('nan')):.2f} ms", flush=True)
             if result["failures"]:
                 raise SystemExit(f"failed requests, first: {result['first_failure']}")
         results["machine"]["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]

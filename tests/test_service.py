@@ -73,8 +73,15 @@ def imported(bento_home):
 def client(imported):
     from starlette.testclient import TestClient
 
+    from prometheus_client import REGISTRY
+
     from papertrack.serving.service import PaperTrack
 
+    # another test module may have built the app in this process: its request metrics are registered in the
+    # process-wide Prometheus registry (single-process mode) and would be registered a second time
+    for collector, names in list(REGISTRY._collector_to_names.items()):
+        if any(name.startswith("bentoml_") for name in names):
+            REGISTRY.unregister(collector)
     with TestClient(PaperTrack.to_asgi(), base_url="http://127.0.0.1:3000") as test_client:
         yield test_client
 
@@ -512,7 +519,8 @@ def test_keep_alive_clients_are_asked_to_reconnect_now_and_then():
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"0")]})
         await send({"type": "http.response.body", "body": b""})
 
-    recycler = ConnectionRecycler(app, every=5)
+    now = {"t": 0.0}
+    recycler = ConnectionRecycler(app, every=5, max_age=1.0, clock=lambda: now["t"])
 
     def headers(client):
         sent = []
@@ -527,6 +535,8 @@ def test_keep_alive_clients_are_asked_to_reconnect_now_and_then():
     first = [headers(("127.0.0.1", 50001)).get(b"connection") for _ in range(10)]
     assert first == [None] * 4 + [b"close"] + [None] * 4 + [b"close"]
     assert headers(("127.0.0.1", 50002)).get(b"connection") is None  # counted per connection
+    now["t"] = 1.5  # a slow model: a connection older than max_age is recycled after few requests
+    assert headers(("127.0.0.1", 50002)).get(b"connection") == b"close"
 
 
 def test_served_model_stores_no_request_embeddings_on_disk(monkeypatch):
