@@ -77,9 +77,9 @@ def test_linear_terms_are_coefficient_times_tfidf(factory, family):
     assert "attention" in terms and "transformer" in terms
     # recompute each weight from the fitted model itself
     model = predictor.classifier
-    row = model.features.transform([ABSTRACT]).toarray()[0]
-    names = list(model.features.get_feature_names_out())
-    clf = model.classifier
+    row = model.features_.transform([ABSTRACT]).toarray()[0]
+    names = list(model.features_.get_feature_names_out())
+    clf = model.classifier_
     scale = 1.0
     if isinstance(clf, TemperatureScaled):
         scale, clf = 1 / clf.temperature_, clf.estimator_
@@ -106,8 +106,8 @@ def test_ensemble_uses_its_linear_member_and_says_so():
     result = explain(predictor, ABSTRACT)
     assert result["method"]["kind"] == "linear-member"
     assert "tfidf-word-logreg" in result["method"]["detail"]
-    member = predictor.classifier.members[0][1]
-    assert explainer_for(predictor).linear.features is member.features
+    member = predictor.classifier.members_[0][1]
+    assert explainer_for(predictor).linear.features is member.features_
     assert "attention" in [t["term"] for t in result["explanations"][0]["terms"]]
 
 
