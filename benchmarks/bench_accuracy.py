@@ -372,8 +372,9 @@ def shift(args) -> None:
     # class-prior shift correction (EM on the held-out rows' predictions) of the default-sweep LR
     corrected = np.zeros_like(base.proba)
     for d in directions:
-        prior = np.bincount(data.y[d.train], minlength=n) / len(d.train)
-        corrected[d.test] = prior_shift_em(base.proba[d.test], prior)
+        # class_weight="balanced": the LR's posteriors assume a uniform prior over the training side's labels
+        seen = np.bincount(data.y[d.train], minlength=n) > 0
+        corrected[d.test] = prior_shift_em(base.proba[d.test], seen / seen.sum())
     report("tfidf-word-logreg + EM prior-shift correction on the held-out source", _rescore(corrected, data, directions))
 
     # unlabeled abstracts (never the held-out source's): IDF/vocabulary fitted on them too; self-training
