@@ -70,6 +70,28 @@ def main() -> None:
             page = browser.new_page(viewport={"width": args.width, "height": args.height})
             page.goto(url, wait_until="networkidle", timeout=120_000)
             page.wait_for_timeout(4000)
+            # the metrics table is what matters: close the assistant panel, fold the plot and the params
+            for label in ("Visualizations", "Parameters", "Artifacts", "Tags"):
+                header = page.get_by_text(label, exact=True).first
+                if header.count():
+                    header.click()
+            close = page.locator("[aria-label='Close']").first
+            if close.count():
+                close.click()
+            page.wait_for_timeout(1000)
+            # let the metrics table show every row instead of its own (virtualised) scroll box
+            expand = """() => { for (const el of document.querySelectorAll('main *, #root *')) {
+                const style = getComputedStyle(el);
+                if (['auto', 'scroll', 'hidden'].includes(style.overflowY) && el.scrollHeight > el.clientHeight + 4
+                    && el.clientHeight < 900) { el.style.maxHeight = 'none'; el.style.height = 'auto'; } } }"""
+            for _ in range(3):
+                page.evaluate(expand)
+                page.wait_for_timeout(800)
+                page.mouse.move(600, 1000)
+                page.mouse.wheel(0, 400)
+                page.wait_for_timeout(800)
+            page.evaluate("window.scrollTo(0, 0)")
+            page.wait_for_timeout(1000)
             args.out.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(args.out), full_page=True)
             browser.close()

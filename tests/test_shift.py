@@ -52,7 +52,7 @@ def _two_sources() -> TrainingSet:
             words = TOPICS[label].split() + [extra, f"w{rng.integers(50)}", f"{origin[:4].lower()}{i}"]
             text = " ".join(rng.permutation(words))
             records.append(Record(f"{origin}-{i}", text, None, label, label.split(" · ")[0], label.split(" · ")[1],
-                                  f"{origin}.jsonl", i + 1, origin))
+                                  f"{origin}.jsonl", i + 1, origin=origin))
     return TrainingSet.from_records(records)
 
 
