@@ -123,7 +123,7 @@ def main() -> None:
     results: dict[str, list[dict]] = {}
     if args.tune:
         configs = [(f"local[2] p={p} batch={b}", spark_args("local[2]", p, b))
-                   for p, b in ((2, 500), (2, 2000), (2, 10000), (4, 2000), (8, 2000))]
+                   for p, b in ((2, 500), (2, 2000), (2, 10000), (8, 2000))]
     else:
         configs = [("in-process", []), ("spark local[1]", spark_args("local[1]")),
                    ("spark local[2]", spark_args("local[2]"))]
