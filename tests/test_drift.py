@@ -10,7 +10,6 @@ import pytest
 from papertrack.models.artifact import TrackPredictor
 from papertrack.models.drift import DumpStats, drift_report, js_distance, unsure
 from tests.synthetic_corpus import TOPICS, corpus, fitted_predictor, paper
-from tests.test_service import bento_home, client, imported, pyfunc  # noqa: F401  (fixtures of the service tests)
 
 
 @pytest.fixture(scope="module")
@@ -113,25 +112,14 @@ def test_label_command_prints_and_writes_the_drift_report(trained, tmp_path, dat
     assert report["records"] == len(rows) > 0
     assert 0 <= report["label_js"] <= 1 and 0 <= report["oov_share"] < 1
     assert "drift vs training data" in result.output and f"label JS {report['label_js']:.3f}" in result.output
+    # "unsure" is the answers' "not confident": the same threshold for the dump and the holdout
+    from papertrack.models.artifact import load_predictor
 
-
-def test_batch_endpoint_answers_the_same_report(trained, bento_home, imported, client, pyfunc):
-    """POST /drift: the numbers `papertrack label` computes, for the batch sent."""
-    from papertrack.serving.drift import batch_report
-
-    abstracts = [
-        "We propose a sparse attention mechanism for transformers that reduces the quadratic cost of attention.",
-        "We derive a conservative offline reinforcement learning method that avoids overestimated values.",
-        "We prove convergence rates of stochastic gradient descent for non-convex smooth objectives.",
-    ]
-    response = client.post("/drift", json={"papers": [{"abstract": a} for a in abstracts]})
-    assert response.status_code == 200, response.text
-    body = response.json()
-    expected = batch_report(pyfunc[0], abstracts, [None] * 3)
-    assert body["records"] == 3 and body["model"]["run_id"]
-    for key in ("label_js", "area_js", "unsure_share", "oov_share", "labels_moved_most", "outside"):
-        assert body[key] == expected[key]
-    assert client.post("/drift", json={"papers": []}).status_code == 400
+    predictor, _ = load_predictor(trained["model_uri"])
+    assert predictor.training_profile.unsure_below == predictor.confidence.top1_threshold
+    assert report["unsure_rule"].endswith("(not confident)")
+    rows = [json.loads(line) for line in rows]
+    assert report["unsure_share"] == round(sum(not row["confident"] for row in rows) / len(rows), 4)
 
 
 def test_unsure_threshold_can_be_set_at_refit(fitted):

@@ -546,3 +546,22 @@ def test_served_model_stores_no_request_embeddings_on_disk(monkeypatch):
     assert service_env("papertrack:v1")[settings.EMBEDDING_CACHE_ENV] == "off"
     monkeypatch.setenv(settings.EMBEDDING_CACHE_ENV, "/tmp/my-cache")  # an explicit choice wins
     assert service_env("papertrack:v1")[settings.EMBEDDING_CACHE_ENV] == "/tmp/my-cache"
+
+
+def test_drift_endpoint_answers_the_drift_report_of_the_batch(client, pyfunc):
+    """POST /drift: the numbers `papertrack label` computes, for the batch sent."""
+    from papertrack.serving.drift import batch_report
+
+    abstracts = [
+        "We propose a sparse attention mechanism for transformers that reduces the quadratic cost of attention.",
+        "We derive a conservative offline reinforcement learning method that avoids overestimated values.",
+        "We prove convergence rates of stochastic gradient descent for non-convex smooth objectives.",
+    ]
+    response = client.post("/drift", json={"papers": [{"abstract": a} for a in abstracts]})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    expected = batch_report(pyfunc[0], abstracts, [None] * 3)
+    assert body["records"] == 3 and body["model"]["run_id"]
+    for key in ("label_js", "area_js", "unsure_share", "oov_share", "labels_moved_most", "outside"):
+        assert body[key] == expected[key]
+    assert client.post("/drift", json={"papers": []}).status_code == 400

@@ -328,13 +328,16 @@ def _refit_and_log(winner: CandidateResult, data: TrainingSet, seed: int, use_ti
     card = ModelCard(candidate=winner.candidate.name, family=winner.candidate.family, data_digest=data.digest,
                      run_id=winner.run_id, metrics=winner.metrics, n_labels=data.space.n_labels,
                      n_areas=len(data.space.areas), use_title=use_title)
-    predictor = TrackPredictor(classifier, data.space, card, use_title=use_title,
-                               training_profile=build_profile(data.texts, data.y, data.space, winner.cv.oof_proba, seed))
+    predictor = TrackPredictor(classifier, data.space, card, use_title=use_title)
     example = pd.DataFrame({"abstract": [r.abstract for r in data.records[:2]],
                             "title": [r.title or "" for r in data.records[:2]]})
     with tempfile.TemporaryDirectory() as tmp, mlflow.start_run(run_id=winner.run_id, nested=True):
         from papertrack.training import artifact_extras  # confidence calibration + neighbour index (issue 11)
         artifact_extras.attach(predictor, winner.selection_proba, winner.selection_y, data, winner.shift is not None)
+        # drift reports: "unsure" is "not confident" (the answers' confident flag), for the dump and the holdout
+        predictor.training_profile = build_profile(
+            data.texts, data.y, data.space, winner.cv.oof_proba, seed,
+            unsure_below=predictor.confidence.top1_threshold, unsure_source="not confident")
         path = predictor.save(Path(tmp) / PREDICTOR_FILE)
         logged = mlflow.pyfunc.log_model(
             name="model", python_model=PaperTrackModel(), artifacts={"predictor": str(path)},
