@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from papertrack.features.ingest import FORMATS
 from papertrack.serving.guard import respond
 
 SPEC_PATH = "/docs.json"
@@ -56,7 +57,16 @@ def corrected(spec: dict[str, Any], n_labels: int | None) -> dict[str, Any]:
     for path, operations in spec.get("paths", {}).items():
         for method, operation in operations.items():
             responses = operation.setdefault("responses", {})
-            if method == "post" and "requestBody" in operation:
+            if method == "post" and "requestBody" not in operation:  # a raw body (POST /parse_dump: a file)
+                operation["requestBody"] = {"required": True, "content": {"application/octet-stream": {
+                    "schema": {"type": "string", "format": "binary"}}}}
+                for parameter in operation.get("parameters", []):
+                    if parameter.get("name") == "format":
+                        parameter["schema"] = {"type": "string", "enum": list(FORMATS), "nullable": True}
+                for status, description in {**ERRORS, "400": "The file cannot be read (the message names the line)."
+                                            }.items():
+                    responses[status] = _error_response(description)
+            elif method == "post" and "requestBody" in operation:
                 operation["requestBody"]["required"] = True
                 for media in operation["requestBody"].get("content", {}).values():
                     _fix_request_schema(media.get("schema", {}), n_labels)
