@@ -15,7 +15,7 @@ import pytest
 from papertrack import settings
 from papertrack.features import embeddings as emb
 
-from .conftest import stratified_subset
+from .conftest import two_year_subset
 
 pytestmark = pytest.mark.embeddings
 
@@ -133,7 +133,7 @@ def test_feature_step_pickles_without_the_model(model, cache_env):
 
 
 @pytest.fixture(scope="module")
-def embedding_sweep(subset_path, tmp_path_factory, model):
+def embedding_sweep(data_dir, tmp_path_factory, model):
     """The three embedding families (and a TF-IDF + embedding ensemble) swept on a small subset."""
     from papertrack.features.ingest import load_dataset
     from papertrack.models.catalogue import CANDIDATES, ensemble_candidate, register
@@ -144,7 +144,8 @@ def embedding_sweep(subset_path, tmp_path_factory, model):
         register(ensemble_candidate("test-ensemble-emb", ["tfidf-word-cnb", "emb-minilm-logreg", "emb-minilm-knn"],
                                     rule="geometric", steps=6, default=False))
     tmp = tmp_path_factory.mktemp("emb-sweep")
-    data = stratified_subset(subset_path, tmp / "small.jsonl", 3)
+    # two records per label and year: both years' training sides are big enough for PCA(64) on the shift holdout
+    data = two_year_subset(data_dir, tmp / "small.jsonl", 2)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PAPERTRACK_HOME", str(tmp / "home"))
         mp.setenv(settings.EMBEDDING_CACHE_ENV, str(tmp / "cache"))

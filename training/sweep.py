@@ -42,6 +42,7 @@ from papertrack.registry import rank_key, ranking_metrics
 from papertrack.settings import EXPERIMENT_NAME
 from papertrack.training.metrics import evaluate
 
+MIN_SHIFT_RECORDS = 100  # a source this small is neither a fair test set nor a usable training side
 CORE_REQUIREMENTS = ("scikit-learn", "numpy", "pandas", "scipy", "joblib", "mlflow", "lightgbm")
 
 
@@ -111,7 +112,12 @@ def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_n
     sources = data.label_distribution()
     counts = {name: int(sources[name].sum()) for name in data.source_names}
     console.print("  sources: " + ", ".join(f"{name} {n:,} records" for name, n in counts.items()))
-    if directions:
+    small = {name: n for name, n in counts.items() if n < MIN_SHIFT_RECORDS}
+    if directions and small:
+        console.print(f"  [yellow]no shift holdout: {', '.join(f'{k} has {v:,} records' for k, v in small.items())} "
+                      f"(fewer than {MIN_SHIFT_RECORDS}); the champion is chosen by {folds}-fold cross-validation[/]")
+        directions = []
+    elif directions:
         console.print(f"  shift holdout: {', '.join(d.name for d in directions)} (train on the other sources, "
                       f"test on the held-out one); the champion is chosen on it")
     else:
