@@ -20,9 +20,8 @@ import os
 import statistics
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from bench_http import free_port, request_bytes, run_phase, start_server, stop_server, wait_ready
+from bench_http import request_bytes, run_phase, server_target, stop_server, wait_ready
 from shared_data import unlabeled_abstracts
 
 
@@ -57,19 +56,7 @@ def main() -> None:
     parser.add_argument("--no-in-process", action="store_true", help="skip the in-process measurement")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
-    if bool(args.url) == bool(args.start):
-        parser.error("give exactly one of --url or --start")
-
-    proc = None
-    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench_explain_server_{os.getpid()}.log"
-    if args.start:
-        host, port = "127.0.0.1", free_port()
-        proc = start_server(port, args.workers, log)
-    else:
-        parts = urlsplit(args.url)
-        host, port = parts.hostname, parts.port or 80
-        if host not in ("127.0.0.1", "localhost", "::1"):
-            parser.error("loopback only: the URL must be 127.0.0.1/localhost")
+    host, port, proc, log = server_target(parser, args, "bench_explain")
     results: dict = {"machine": {"cpus": os.cpu_count(), "loadavg_before": [round(x, 2) for x in os.getloadavg()]}}
     try:
         wait_ready(host, port, proc)

@@ -168,6 +168,21 @@ def stop_server(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
 
 
+def server_target(parser: argparse.ArgumentParser, args, name: str):
+    """(host, port, server process or None, its log) from ``--url`` (loopback only) or ``--start``
+    (``papertrack serve`` on a free port, with ``--workers``)."""
+    if bool(args.url) == bool(args.start):
+        parser.error("give exactly one of --url or --start")
+    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"{name}_server_{os.getpid()}.log"
+    if args.start:
+        port = free_port()
+        return "127.0.0.1", port, start_server(port, args.workers, log), log
+    parts = urlsplit(args.url)
+    if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        parser.error("loopback only: the URL must be 127.0.0.1/localhost")
+    return parts.hostname, parts.port or 80, None, log
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", help="a running service (loopback only)")
@@ -180,19 +195,7 @@ def main() -> None:
     parser.add_argument("--top-k", type=int, default=3)
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
-    if bool(args.url) == bool(args.start):
-        parser.error("give exactly one of --url or --start")
-
-    proc = None
-    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench_http_server_{os.getpid()}.log"
-    if args.start:
-        host, port = "127.0.0.1", free_port()
-        proc = start_server(port, args.workers, log)
-    else:
-        parts = urlsplit(args.url)
-        host, port = parts.hostname, parts.port or 80
-        if host not in ("127.0.0.1", "localhost", "::1"):
-            parser.error("loopback only: the URL must be 127.0.0.1/localhost")
+    host, port, proc, log = server_target(parser, args, "bench_http")
     try:
         wait_ready(host, port, proc)
         texts = unlabeled_abstracts(2000, max_chars=20_000, strip=False)  # as the service accepts them

@@ -8,27 +8,19 @@ from __future__ import annotations
 
 from typing import Annotated, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from papertrack.models.explain import DEFAULT_TERMS, explain, explainer_for
 from papertrack.models.neighbors import DEFAULT_NEIGHBORS
-from papertrack.serving.schemas import EXAMPLE_ABSTRACT, Abstract, ModelInfo, PaperResult, Title, TopK
+from papertrack.serving.schemas import ModelInfo, PaperResult, PredictRequest
 
 MAX_NEIGHBORS = 50
 MAX_TERMS = 50
 
 
-class ExplainRequest(BaseModel):
-    """Body of ``POST /explain``."""
+class ExplainRequest(PredictRequest):
+    """Body of ``POST /explain``: a ``/predict`` body and how many terms per track."""
 
-    model_config = ConfigDict(
-        strict=True, extra="forbid",
-        json_schema_extra={"example": {"abstract": EXAMPLE_ABSTRACT, "title": None, "top_k": 3}},
-    )
-
-    abstract: Abstract
-    title: Title = None
-    top_k: TopK = 3
     terms: Annotated[int, Field(ge=1, le=MAX_TERMS, description="Terms per track (most weight first).")] = DEFAULT_TERMS
     neighbors: Annotated[int, Field(ge=0, le=MAX_NEIGHBORS,
                                     description="How many similar labeled training abstracts to return.")] = DEFAULT_NEIGHBORS

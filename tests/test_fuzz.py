@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_serve_http import free_port, server, server_env, stop  # noqa: F401 - fixtures and helpers
+from tests.processes import free_port, stop
+from tests.test_serve_http import server, server_env  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.slow
 

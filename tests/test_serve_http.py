@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,28 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from .processes import free_port, stop
+
 pytestmark = pytest.mark.slow
 
 PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """SIGTERM to the server's own process group (started with a new session), SIGKILL if it lingers."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        except ProcessLookupError:
-            pass
 
 
 @pytest.fixture(scope="module")

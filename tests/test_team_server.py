@@ -9,8 +9,6 @@ import json
 import os
 import pwd
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,6 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from .processes import free_port, stop
 
 from tests.conftest import FAST_CANDIDATES, stratified_subset
 
@@ -38,28 +38,11 @@ if os.geteuid() not in (0, POSTGRES.pw_uid):
                 allow_module_level=True)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def as_postgres(*command: str, **kwargs) -> subprocess.CompletedProcess:
     prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
     return subprocess.run([*prefix, *command], capture_output=True, text=True, timeout=120, **kwargs)
 
-
-def stop(proc: subprocess.Popen) -> None:
-    """SIGTERM to the process group it leads (started with a new session), SIGKILL if it lingers."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        except ProcessLookupError:
-            pass
 
 
 def wait_http(url: str, proc: subprocess.Popen, log: Path, seconds: float = 180) -> None:
