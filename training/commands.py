@@ -115,7 +115,10 @@ def runs(
     console.print(table)
     console.print("top3 … ECE: cross-validated on all sources; shift: trained on the other source(s), tested "
                   "on the held-out one. Best first by " + ("shift top3" if shift else "CV top3") + ".")
-    console.print(f"Compare visually: mlflow ui --backend-store-uri {uri}")
+    if uri.startswith(("http://", "https://")):
+        console.print(f"Compare visually: open {uri} (the tracking server's UI)")
+    else:
+        console.print(f"Compare visually: mlflow ui --backend-store-uri {uri}")
 
 
 def add_commands(app: typer.Typer) -> None:
