@@ -52,6 +52,15 @@ def explain(detail: list[dict]) -> str:
     return "invalid request: " + "; ".join(parts) + more
 
 
+def request_headers(scope, *names: bytes) -> list[str | None]:
+    """The values of the named request headers (latin-1; the last one when repeated), None when absent."""
+    found: dict[bytes, str] = {}
+    for name, value in scope["headers"]:
+        if name in names:
+            found[name] = value.decode("latin-1")
+    return [found.get(name) for name in names]
+
+
 class RequestGuard:
     def __init__(self, app, paths: Iterable[str] = ("/predict", "/predict_batch"),
                  max_body_bytes: int = MAX_BODY_BYTES):
@@ -62,12 +71,7 @@ class RequestGuard:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["path"] not in self.paths or scope["method"] != "POST":
             return await self.app(scope, receive, send)
-        content_type = length = None
-        for name, value in scope["headers"]:
-            if name == b"content-type":
-                content_type = value.decode("latin-1")
-            elif name == b"content-length":
-                length = value
+        content_type, length = request_headers(scope, b"content-type", b"content-length")
         media_type = content_type.split(";", 1)[0].strip().lower() if content_type is not None else None
         if media_type not in JSON_MEDIA_TYPES:
             what = f"unsupported Content-Type {content_type!r}" if content_type is not None else "no Content-Type"
@@ -75,7 +79,7 @@ class RequestGuard:
             return await respond(send, 415, error_body(message))
         if length is not None:
             try:
-                size = int(length)
+                size = int(length.encode("latin-1"))  # the raw header bytes, as the server received them
             except ValueError:
                 return await respond(send, 400, error_body("invalid Content-Length header"))
             if size > self.max_body_bytes:

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from papertrack import settings
-from papertrack.serving.guard import error_body, respond
+from papertrack.serving.guard import error_body, request_headers, respond
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
@@ -41,12 +41,7 @@ class OriginGuard:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        host = origin = None
-        for name, value in scope["headers"]:
-            if name == b"host":
-                host = value.decode("latin-1")
-            elif name == b"origin":
-                origin = value.decode("latin-1")
+        host, origin = request_headers(scope, b"host", b"origin")
         if not self.any_host and host is not None and host_name(host) not in self.allowed:
             return await respond(send, 421, error_body(
                 f"Host {host!r} is not served here; allowed: {', '.join(sorted(self.allowed))} "
