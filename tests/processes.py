@@ -1,4 +1,5 @@
-"""Helpers for tests that start servers: a free loopback port, and stopping a process group by PID."""
+"""Helpers for tests that start servers: a free loopback port, waiting until one answers, and stopping a
+process group by PID."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ import os
 import signal
 import socket
 import subprocess
+import time
+from pathlib import Path
+
+import pytest
 
 
 def free_port() -> int:
@@ -25,3 +30,21 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=10)
         except ProcessLookupError:
             pass
+
+
+def wait_http(url: str, proc: subprocess.Popen, log: Path, seconds: float = 180) -> None:
+    """Poll ``url`` until it answers 200; fail the test (with the log's tail) if ``proc`` exits or time runs out."""
+    import httpx
+
+    deadline = time.monotonic() + seconds
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"{proc.args} exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail(f"{url} not ready after {seconds} s:\n{log.read_text()[-3000:]}")
+        time.sleep(0.25)

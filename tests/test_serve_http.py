@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .processes import free_port, stop
+from .processes import free_port, stop, wait_http
 
 pytestmark = pytest.mark.slow
 
@@ -34,8 +34,6 @@ def server_env(trained, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(server_env, tmp_path_factory):
-    import httpx
-
     port = free_port()
     log = tmp_path_factory.mktemp("server-log") / "serve.log"
     with open(log, "wb") as out:
@@ -43,18 +41,7 @@ def server(server_env, tmp_path_factory):
                                 stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"server not ready after 180 s:\n{log.read_text()[-3000:]}")
-            time.sleep(0.25)
+        wait_http(f"{url}/readyz", proc, log)
         yield {"url": url, "proc": proc, "log": log}
     finally:
         stop(proc)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .processes import free_port, stop
+from .processes import free_port, stop, wait_http
 
 from tests.conftest import FAST_CANDIDATES, stratified_subset
 
@@ -45,21 +45,6 @@ def as_postgres(*command: str, **kwargs) -> subprocess.CompletedProcess:
 
 
 
-def wait_http(url: str, proc: subprocess.Popen, log: Path, seconds: float = 180) -> None:
-    import httpx
-
-    deadline = time.monotonic() + seconds
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"{proc.args} exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            pytest.fail(f"{url} not ready after {seconds} s:\n{log.read_text()[-3000:]}")
-        time.sleep(0.3)
 
 
 @pytest.fixture(scope="module")
