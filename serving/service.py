@@ -151,8 +151,8 @@ class PaperTrack:
             areas=list(space.areas), hierarchy=space.hierarchy(),
             metrics={k: float(v) for k, v in metrics.items()}, limits=schemas.LIMITS,
         )
-        self.predictor.predict(["warm-up abstract"])  # first-call costs out of the first request
         explain_api.warm_up(self.predictor)  # the explainer is built once per worker
+        # The median of 5 predictions (the first also takes the first-call costs out of the first request).
         # A cheap model (TF-IDF, ~1 ms) answers /predict in the event loop: handing each request to a thread
         # costs more than the prediction. A slow one (sentence embeddings, ~30-100 ms) runs in a thread pool,
         # so the event loop keeps accepting and parsing requests while it computes.
