@@ -7,6 +7,7 @@ Nothing else turns probabilities into ranked tracks.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -144,9 +145,15 @@ def _top_indices(proba: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(part, order, axis=1)
 
 
+OUTPUT_COLUMNS = "columns"
+OUTPUT_JSON = "json"
+
+
 class PaperTrackModel(mlflow.pyfunc.PythonModel):
     """The MLflow pyfunc: DataFrame(abstract[, title]) -> DataFrame(tracks, areas[, prediction_set, confident]);
-    param top_k."""
+    params top_k and output: "columns" (default, the signature's columns) or "json" (one column ``answer``, each
+    answer as one JSON object string — for engines that would otherwise convert the nested columns value by
+    value, e.g. ``mlflow.pyfunc.spark_udf(..., result_type="string")``)."""
 
     def load_context(self, context) -> None:
         self.predictor = TrackPredictor.load(Path(context.artifacts["predictor"]))
@@ -155,7 +162,12 @@ class PaperTrackModel(mlflow.pyfunc.PythonModel):
         top_k = int((params or {}).get("top_k", DEFAULT_TOP_K))
         if not isinstance(model_input, pd.DataFrame):
             model_input = pd.DataFrame(model_input)
+        output = (params or {}).get("output", OUTPUT_COLUMNS)
+        if output not in (OUTPUT_COLUMNS, OUTPUT_JSON):
+            raise ValueError(f"output must be {OUTPUT_COLUMNS!r} or {OUTPUT_JSON!r}, got {output!r}")
         answers = self.predictor.predict_frame(model_input, top_k)
+        if output == OUTPUT_JSON:
+            return pd.DataFrame({"answer": [json.dumps(a) for a in answers]})
         columns = {"tracks": [a["tracks"] for a in answers], "areas": [a["areas"] for a in answers]}
         if self.predictor.confidence is not None:
             columns["prediction_set"] = [a["prediction_set"] for a in answers]
@@ -172,7 +184,8 @@ def signature() -> ModelSignature:
         outputs=Schema([ColSpec(Array(track), "tracks"), ColSpec(Array(area), "areas"),
                         ColSpec(Array("string"), "prediction_set", required=False),
                         ColSpec("boolean", "confident", required=False)]),
-        params=ParamSchema([ParamSpec("top_k", "long", DEFAULT_TOP_K)]),
+        params=ParamSchema([ParamSpec("top_k", "long", DEFAULT_TOP_K),
+                            ParamSpec("output", "string", OUTPUT_COLUMNS)]),
     )
 
 

@@ -2,13 +2,17 @@
 
 The same rows as the in-process labeler (``serving/labeler.py``), for dumps too large for one process:
 
-* Reading. JSON lines (``.jsonl``/``.ndjson``, also ``.gz``) are split into lines by Spark and each line is
-  parsed on the executors by the project's own parser (``ingest.json_line_record``); Parquet is read by
-  Spark and each row goes through ``ingest.record_from_mapping`` (same field rules as JSON/CSV, ``line`` =
-  row number in the file). Layouts that are not line-oriented — the text dumps, CSV (quoted fields span
-  lines) and a JSON array — are parsed on the driver by ``ingest.iter_records`` first and handed to Spark.
+* Reading. JSON lines (``.jsonl``/``.ndjson``, also ``.gz``) are split into lines and numbered by Spark on
+  the JVM, range-partitioned by (file, line), and only then parsed on the executors by the project's own
+  parser (``ingest.json_line_record``) — in parallel even for a ``.gz`` file, which Spark reads as one split.
+  Parquet is read by Spark and each row goes through ``ingest.record_from_mapping`` (same field rules as
+  JSON/CSV, ``line`` = row number in the file). Layouts that are not line-oriented — the text dumps, CSV
+  (quoted fields span lines) and a JSON array — are parsed on the driver by ``ingest.iter_records`` first and
+  handed to Spark.
 * Labeling. ``mlflow.pyfunc.spark_udf`` of THE registered pyfunc (``env_manager="local"``: the executors'
-  Python is this venv's, ``PYSPARK_PYTHON``), downloaded once so the alias cannot move mid-job.
+  Python is this venv's, ``PYSPARK_PYTHON``), downloaded once so the alias cannot move mid-job. The pyfunc
+  answers with one JSON string per record (its ``output="json"`` param, ``result_type="string"``), which
+  spares MLflow converting the nested answer value by value (a model logged before that param: the struct).
 * Rows. Built on the executors by the labeler's own ``RowFormat`` / ``error_rows`` / ``Counters.add``: a JSONL
   part holds byte-for-byte the lines ``papertrack label`` writes; a Parquet part the same fields as columns.
 * Output: a folder ``OUT`` (``.jsonl`` or ``.parquet``) with ``labels/part-*`` (in input order: part 0 first,
@@ -152,22 +156,42 @@ def _check_parquet(path: Path) -> None:
 
 
 def _read_jsonl(spark, index: int, path: Path):
-    """Lines split by Spark (Hadoop's reader: .gz by extension), numbered in file order, parsed on the executors."""
-    from papertrack.features.ingest import json_line_record
+    """Lines split by Spark's text reader (Hadoop's: .gz by extension, a plain file in several splits) and
+    numbered in file order, all on the JVM; they are parsed after partitioning (``_parse_function``)."""
+    from pyspark.sql import functions as F
 
-    source = str(path)
+    # the raw bytes of each line (a line that is not UTF-8 is an error row, not silently replaced), its split
+    # and its position: monotonically_increasing_id() = (split << 33) + position in the split
+    lines = spark.read.text(path.resolve().as_uri()).select(
+        F.col("value").cast("binary").alias("data"), F.spark_partition_id().alias("split"),
+        F.monotonically_increasing_id().alias("position"))
+    offsets = _split_offsets(lines)
+    line = F.col("position") - F.shiftleft(F.col("split").cast("long"), 33) + 1
+    if any(offsets):  # lines in the splits before this one (a .gz file is one split: none)
+        line = line + F.element_at(F.array(*[F.lit(o) for o in offsets]), F.col("split") + 1)
+    return lines.select(F.lit(index).cast("int").alias("file"), line.alias("line"), "data",
+                        *[F.lit(None).cast("string").alias(name) for name in _ITEM_NAMES[2:]])
 
-    def parse(lines: Iterator[tuple[bytes, int]]) -> Iterator[tuple]:
-        for data, position in lines:
-            yield from _item_tuple(index, json_line_record(data, source, position + 1))
 
-    uri = path.resolve().as_uri()
-    rdd = spark.sparkContext.textFile(uri, use_unicode=False).zipWithIndex().mapPartitions(parse)
-    return spark.createDataFrame(rdd, ITEM_SCHEMA)
+def _split_offsets(lines) -> list[int]:
+    """For each split of a text file, the number of lines in the splits before it (one counting pass on the
+    JVM when the file has more than one split)."""
+    from pyspark.sql import functions as F
+
+    n = lines.rdd.getNumPartitions()
+    if n <= 1:
+        return [0]
+    counts = dict(lines.groupBy("split").agg(F.count("*").alias("n")).collect())
+    offsets, total = [], 0
+    for split in range(n):
+        offsets.append(total)
+        total += counts.get(split, 0)
+    return offsets
 
 
 def _read_parquet(spark, index: int, path: Path):
-    """Parquet rows through the project's field rules; line = row number in the file."""
+    """Parquet rows through the project's field rules (on the executors, as Spark reads them); line = row
+    number in the file."""
     from pyspark.sql import functions as F
 
     from papertrack.features.ingest import record_from_mapping
@@ -179,31 +203,63 @@ def _read_parquet(spark, index: int, path: Path):
     frame = frame.select(*[F.col(f"`{c}`") for c in columns], F.col("_metadata.row_index").alias("_row_index"))
 
     def parse(batches):
-        import pyarrow as pa
-
         for batch in batches:
-            out = []
+            items = []
             for fields in batch.to_pylist():
                 line = fields.pop("_row_index") + 1
-                out.extend(_item_tuple(index, record_from_mapping(fields, source, line, None)))
-            yield pa.RecordBatch.from_pylist([dict(zip(_ITEM_NAMES, t)) for t in out], schema=_arrow_items())
+                items.extend(_item_tuple(index, record_from_mapping(fields, source, line, None)))
+            yield _arrow_batch(items, raw=True)
 
-    return frame.mapInArrow(parse, ITEM_SCHEMA)
+    return frame.mapInArrow(parse, RAW_SCHEMA)
 
 
 def _read_on_driver(spark, index: int, path: Path, fmt: str):
     """Layouts that are not line-oriented: the project's parser on the driver, then handed to Spark."""
     items = [t for item in iter_records(path, fmt, labeled=None) for t in _item_tuple(index, item)]
-    return spark.createDataFrame(items, ITEM_SCHEMA)
+    return spark.createDataFrame([_raw(t) for t in items], RAW_SCHEMA)
+
+
+def _parse_function(sources: list[str]):
+    """mapInArrow RAW_SCHEMA -> ITEM_SCHEMA: JSON lines (``data`` set) through the project's parser, rows
+    parsed already (Parquet, the driver's layouts) as they are."""
+
+    def parse(batches):
+        from papertrack.features.ingest import json_line_record
+
+        for batch in batches:
+            items = []
+            for raw in zip(*(batch.column(name).to_pylist() for name in _RAW_NAMES)):
+                index, line, data = raw[:3]
+                if data is None:
+                    items.append(raw[:2] + raw[3:])
+                else:
+                    items.extend(_item_tuple(index, json_line_record(data, sources[index], line)))
+            yield _arrow_batch(items)
+
+    return parse
 
 
 _ITEM_NAMES = ("file", "line", "id", "abstract", "title", "label", "kind", "reason")
+_RAW_NAMES = ("file", "line", "data", *_ITEM_NAMES[2:])
+# one input item before parsing: a JSON line's bytes (``data``), or an item parsed already (``data`` null)
+RAW_SCHEMA = "file INT, line LONG, data BINARY, " + ITEM_SCHEMA.removeprefix("file INT, line LONG, ")
 
 
-def _arrow_items():
+def _raw(item: tuple) -> tuple:
+    return item[:2] + (None,) + item[2:]
+
+
+def _arrow_batch(items: list[tuple], raw: bool = False):
+    """ITEM_SCHEMA tuples as one Arrow record batch (of RAW_SCHEMA, with no ``data``, when ``raw``)."""
     import pyarrow as pa
 
-    return pa.schema([("file", pa.int32()), ("line", pa.int64()), *[(n, pa.string()) for n in _ITEM_NAMES[2:]]])
+    fields = [("file", pa.int32()), ("line", pa.int64()), *[(n, pa.string()) for n in _ITEM_NAMES[2:]]]
+    if raw:
+        items = [_raw(t) for t in items]
+        fields.insert(2, ("data", pa.binary()))
+    schema = pa.schema(fields)
+    columns = list(zip(*items)) if items else [[] for _ in fields]
+    return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema)], schema=schema)
 
 
 def _item_tuple(index: int, item: Record | BadRecord | None) -> list[tuple]:
@@ -234,10 +290,7 @@ def _rows_function(sources: list[str], top_k: int, known: frozenset[str]):
             for item in batch.to_pylist():
                 record = Record(item["id"], item["abstract"], item["title"], item["label"], None, None,
                                 sources[item["file"]], item["line"])
-                # the pyfunc's optional outputs (prediction_set, confident) are null when the model has none:
-                # the in-process answer then has no such keys
-                answer = {key: value for key, value in item["prediction"].items()
-                          if value is not None or key in ("tracks", "areas")}
+                answer = _answer(item["prediction"])
                 counts = Counters()
                 counts.add(record, answer, known)
                 out["file"].append(item["file"])
@@ -251,6 +304,15 @@ def _rows_function(sources: list[str], top_k: int, known: frozenset[str]):
                 *[(n, pa.int32()) for n in ("labeled", "top1", "top3", "unknown")]]))
 
     return rows
+
+
+def _answer(prediction: str | dict) -> dict:
+    """The pyfunc's answer for one record as the in-process labeler has it: a JSON object (``output="json"``),
+    or, from a model logged before that option, the struct of the signature's columns whose optional outputs
+    (prediction_set, confident) are null when the model has none — the in-process answer has no such keys."""
+    if isinstance(prediction, str):
+        return json.loads(prediction)
+    return {key: value for key, value in prediction.items() if value is not None or key in ("tracks", "areas")}
 
 
 def _errors_function(sources: list[str]):
@@ -344,12 +406,17 @@ def _download_model(model_uri: str, target: Path) -> dict:
     tracking_uri = store.configure()
     try:
         local = download_artifacts(artifact_uri=model_uri, dst_path=str(target))
-        predictor, _ = load_predictor(local)
+        predictor, pyfunc = load_predictor(local)
     except (MlflowException, OSError) as exc:
         raise ModelMissing(f"cannot load {model_uri} from {tracking_uri}: {_first_line(exc)}. "
                            f"{TRAIN_HINT} (or pass --model).") from None
     return {"path": local, "n_labels": predictor.space.n_labels, "labels": frozenset(predictor.space.labels),
-            "identity": predictor.card.identity()}
+            "identity": predictor.card.identity(), "json_output": _has_param(pyfunc, "output")}
+
+
+def _has_param(pyfunc, name: str) -> bool:
+    params = pyfunc.metadata.signature.params if pyfunc.metadata.signature else None
+    return params is not None and any(spec.name == name for spec in params.params)
 
 
 def _run(spark, inputs: list[Path], formats: list[str], staging: Path, kind: str, model: dict, top_k: int,
@@ -357,6 +424,8 @@ def _run(spark, inputs: list[Path], formats: list[str], staging: Path, kind: str
     import mlflow.pyfunc
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
+
+    from papertrack.models.artifact import OUTPUT_JSON
 
     sources = [str(p) for p in inputs]
     frames = []
@@ -367,17 +436,23 @@ def _run(spark, inputs: list[Path], formats: list[str], staging: Path, kind: str
             frames.append(_read_parquet(spark, index, path))
         else:
             frames.append(_read_on_driver(spark, index, path, fmt))
-    items = frames[0]
+    raw = frames[0]
     for frame in frames[1:]:
-        items = items.unionByName(frame)
-    items = items.persist(StorageLevel.MEMORY_AND_DISK)
+        raw = raw.unionByName(frame)
     partitions = options.partitions or spark.sparkContext.defaultParallelism
+    # range-partitioned by (file, line) before parsing: the JSON lines are parsed in parallel even when they
+    # come from one split (a .gz file), and the part files come out in input order
+    items = (raw.repartitionByRange(partitions, "file", "line").sortWithinPartitions("file", "line")
+             .mapInArrow(_parse_function(sources), ITEM_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK))
 
     k = min(max(top_k, SUMMARY_K), model["n_labels"])
     with _quiet_logger("mlflow"):  # its advice to use conda instead of this very environment
-        predict = mlflow.pyfunc.spark_udf(spark, model["path"], env_manager="local", params={"top_k": k})
-    good = (items.where(F.col("kind").isNull())
-            .repartitionByRange(partitions, "file", "line").sortWithinPartitions("file", "line"))
+        if model["json_output"]:  # one JSON string per answer: no value-by-value conversion of nested columns
+            predict = mlflow.pyfunc.spark_udf(spark, model["path"], env_manager="local", result_type="string",
+                                              params={"top_k": k, "output": OUTPUT_JSON})
+        else:
+            predict = mlflow.pyfunc.spark_udf(spark, model["path"], env_manager="local", params={"top_k": k})
+    good = items.where(F.col("kind").isNull())
     answered = good.withColumn("prediction", predict("abstract", "title"))
     rows = answered.mapInArrow(_rows_function(sources, top_k, model["labels"]), ROW_SCHEMA)
     rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
@@ -391,13 +466,14 @@ def _run(spark, inputs: list[Path], formats: list[str], staging: Path, kind: str
     bad.mapInArrow(_errors_function(sources), "row STRING").write.text(str(staging / "errors"))
     _rename_parts(staging / "errors", ".txt", ".jsonl")
 
+    # two passes over what is cached: the rows' counts, and the inputs' (errors = inputs with a kind)
     totals = rows.agg(F.count("*").alias("rows"), *[F.sum(c).alias(c) for c in ("labeled", "top1", "top3", "unknown")]
                       ).collect()[0]
-    ids = items.where(F.col("id").isNotNull()).agg(F.count("*").alias("n"), F.countDistinct("id").alias("distinct")
-                                                    ).collect()[0]
-    counters = Counters(inputs=items.count(), rows=totals["rows"], errors=bad.count(), labeled=totals["labeled"] or 0,
-                        top1=totals["top1"] or 0, top3=totals["top3"] or 0, unknown_labels=totals["unknown"] or 0,
-                        duplicate_ids=ids["n"] - ids["distinct"])
+    seen = items.agg(F.count("*").alias("inputs"), F.count("kind").alias("errors"), F.count("id").alias("ids"),
+                     F.countDistinct("id").alias("distinct")).collect()[0]
+    counters = Counters(inputs=seen["inputs"], rows=totals["rows"], errors=seen["errors"],
+                        labeled=totals["labeled"] or 0, top1=totals["top1"] or 0, top3=totals["top3"] or 0,
+                        unknown_labels=totals["unknown"] or 0, duplicate_ids=seen["ids"] - seen["distinct"])
     rows.unpersist()
     items.unpersist()
     if counters.inputs != counters.rows + counters.errors:  # pragma: no cover - a bug, never data

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.slow
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 MASTER = "local[2]"
+SPLIT_BYTES = 40_000  # the plain JSONL input (~270 kB) is read by Spark in several splits
 
 
 def run_cli(*args: str):
@@ -52,6 +53,8 @@ def inputs(trained, data_dir, tmp_path_factory):
         lines.insert(position, line)
     mixed = folder / "mixed.jsonl.gz"
     mixed.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode("utf-8")))
+    plain = folder / "plain.jsonl"  # not compressed: Spark splits it (see SPLIT_BYTES), lines numbered across splits
+    plain.write_text("\n".join(lines[100:] + lines[:100]) + "\n", encoding="utf-8")
     records = [json.loads(line) for line in Path(trained["data"]).read_text(encoding="utf-8").splitlines()[200:320]]
     records[7]["abstract"] = ""  # an empty abstract in Parquet is an error row too
     table = pd.DataFrame([{"id": r.get("id"), "abstract": r["abstract"], "title": r.get("title"), "label": r["label"]}
@@ -60,14 +63,16 @@ def inputs(trained, data_dir, tmp_path_factory):
     table.to_parquet(parquet, index=False)
     as_jsonl = folder / "more.jsonl"
     table.to_json(as_jsonl, orient="records", lines=True, force_ascii=False)
-    return {"mixed": mixed, "text": data_dir / "samples" / "labeled_dump.txt", "parquet": parquet, "jsonl": as_jsonl}
+    return {"mixed": mixed, "text": data_dir / "samples" / "labeled_dump.txt", "parquet": parquet, "jsonl": as_jsonl,
+            "plain": plain}
 
 
 @pytest.fixture(scope="module")
 def spark_run(inputs, tmp_path_factory):
     out = tmp_path_factory.mktemp("spark-out") / "labeled.jsonl"
-    result = run_cli(str(inputs["mixed"]), str(inputs["text"]), str(inputs["parquet"]), "-o", str(out),
-                     "--engine", "spark", "--master", MASTER, "--partitions", "3")
+    result = run_cli(str(inputs["mixed"]), str(inputs["text"]), str(inputs["parquet"]), str(inputs["plain"]),
+                     "-o", str(out), "--engine", "spark", "--master", MASTER, "--partitions", "3",
+                     "--spark-conf", f"spark.sql.files.maxPartitionBytes={SPLIT_BYTES}")
     assert result.exit_code == 0, result.output
     return out, result.output
 
@@ -75,7 +80,8 @@ def spark_run(inputs, tmp_path_factory):
 @pytest.fixture(scope="module")
 def local_run(inputs, tmp_path_factory):
     out = tmp_path_factory.mktemp("local-out") / "labeled.jsonl"
-    result = run_cli(str(inputs["mixed"]), str(inputs["text"]), str(inputs["jsonl"]), "-o", str(out))
+    result = run_cli(str(inputs["mixed"]), str(inputs["text"]), str(inputs["jsonl"]), str(inputs["plain"]),
+                     "-o", str(out))
     assert result.exit_code == 0, result.output
     return out
 
@@ -92,7 +98,7 @@ def test_spark_rows_equal_the_in_process_labeler(spark_run, local_run, inputs):
     # part files in order = input order (files in the order given, then line)
     assert [(r["source"], r["line"]) for r in spark_rows] == [(r["source"], r["line"]) for r in local_rows]
     assert [r["id"] for r in spark_rows] == [r["id"] for r in local_rows]
-    assert len({r["source"] for r in spark_rows}) == 3
+    assert len({r["source"] for r in spark_rows}) == 4
     for s, l in zip(spark_rows, local_rows):
         assert [t["label"] for t in s["tracks"]] == [t["label"] for t in l["tracks"]]
         assert all(abs(a["probability"] - b["probability"]) <= 1e-9 for a, b in zip(s["tracks"], l["tracks"]))
@@ -110,6 +116,8 @@ def test_errors_are_rows_with_reasons_and_counts_add_up(spark_run, local_run, in
     local_others = [e for e in local_errors if e["source"] != str(inputs["jsonl"])]
     assert others == local_others
     assert len([e for e in others if e["source"] == str(inputs["mixed"])]) == 4  # the four bad lines put in
+    assert inputs["plain"].stat().st_size > 3 * SPLIT_BYTES  # so its line numbers above span several splits
+    assert len([e for e in others if e["source"] == str(inputs["plain"])]) == 4
     assert {"invalid JSON", "not an object", "abstract is a number"} <= {
         k for e in others for k in ("invalid JSON", "not an object", "abstract is a number") if k in e["reason"]}
     summary = json.loads((out / "summary.json").read_text())

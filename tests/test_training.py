@@ -1,5 +1,6 @@
 """End to end: train on a stratified subset of the shared corpus into a temporary MLflow store."""
 
+import json
 import os
 
 import mlflow
@@ -80,6 +81,13 @@ def test_champion_is_registered_and_predicts_from_abstract_only(trained):
         best_area = areas[0]["area"]
         assert tracks[0]["area"] in {a["area"] for a in areas}
         assert areas[0]["probability"] >= max(a["probability"] for a in areas if a["area"] != best_area)
+    # output="json" (for Spark): the same answers, one JSON object string per record
+    as_json = model.predict(abstracts[["abstract"]], params={"top_k": 4, "output": "json"})
+    assert list(as_json.columns) == ["answer"]
+    for answer, (_, row) in zip(as_json["answer"], out.iterrows()):
+        assert json.loads(answer) == {key: value for key, value in row.to_dict().items()}
+    with pytest.raises(Exception, match="output must be"):
+        model.predict(abstracts[["abstract"]], params={"output": "xml"})
 
 
 def test_champion_beats_majority_baseline_by_a_clear_margin(trained):
