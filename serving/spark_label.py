@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
@@ -357,14 +358,21 @@ def label_with_spark(inputs: Sequence[Path], output: Path, model_uri: str, *, to
     kind = output_kind(output)
     formats = [input_format(p, fmt) for p in inputs]  # IngestError up front: missing/unreadable/empty/corrupt
     staging = partial_path(output)
-    with tempfile.TemporaryDirectory(prefix="papertrack-spark-model-") as model_dir:
-        predictor_info = _download_model(model_uri, Path(model_dir))
-        if not 1 <= top_k <= predictor_info["n_labels"]:
-            raise LabelError(f"--top-k must be between 1 and {predictor_info['n_labels']} (the number of labels), "
-                             f"got {top_k}")
-        spark_started = time.perf_counter()
-        spark = spark_session(options)
-        timings = {"spark_start": round(time.perf_counter() - spark_started, 3)}
+    with tempfile.TemporaryDirectory(prefix="papertrack-spark-model-") as model_dir, \
+            ThreadPoolExecutor(1, thread_name_prefix="papertrack-spark-start") as pool:
+        # the JVM starts while the driver downloads and checks the model (two processes: the wait overlaps)
+        starting = pool.submit(_timed, spark_session, options)
+        try:
+            predictor_info = _download_model(model_uri, Path(model_dir))
+            if not 1 <= top_k <= predictor_info["n_labels"]:
+                raise LabelError(f"--top-k must be between 1 and {predictor_info['n_labels']} (the number of "
+                                 f"labels), got {top_k}")
+        except BaseException:
+            if starting.exception() is None:
+                starting.result()[0].stop()
+            raise
+        spark, seconds = starting.result()
+        timings = {"spark_start": seconds}
         if staging.exists():
             notice(f"discarding the unfinished run in {staging}")
             shutil.rmtree(staging)
@@ -392,6 +400,11 @@ def label_with_spark(inputs: Sequence[Path], output: Path, model_uri: str, *, to
     paths = Paths(output / "labels", output / "errors")
     return SparkLabelResult(counters, paths, time.perf_counter() - started, 0, [str(p) for p in inputs],
                             master=summary["master"], partitions=partitions)
+
+
+def _timed(function, *args):
+    started = time.perf_counter()
+    return function(*args), round(time.perf_counter() - started, 3)
 
 
 def _download_model(model_uri: str, target: Path) -> dict:
@@ -462,7 +475,8 @@ def _run(spark, inputs: list[Path], formats: list[str], staging: Path, kind: str
     else:
         rows.select(F.from_json("row", PARQUET_ROW_SCHEMA).alias("r")).select("r.*").write.parquet(str(staging / "labels"))
         _rename_parts(staging / "labels", ".parquet", ".parquet")
-    bad = items.where(F.col("kind").isNotNull()).repartition(1).sortWithinPartitions("file", "line")
+    # the cached items are range-partitioned and sorted by (file, line): one partition, in order, no shuffle
+    bad = items.where(F.col("kind").isNotNull()).coalesce(1)
     bad.mapInArrow(_errors_function(sources), "row STRING").write.text(str(staging / "errors"))
     _rename_parts(staging / "errors", ".txt", ".jsonl")
 

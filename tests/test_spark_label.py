@@ -159,7 +159,7 @@ def test_parquet_output_bad_parquet_no_complete_output_and_clear_errors(spark_ru
 
 
 @pytest.mark.parametrize("case", ["missing", "directory", "corrupt-parquet", "empty", "missing-model", "csv-output"])
-def test_bad_input_is_one_clear_line_before_spark_starts(case, trained, inputs, tmp_path):
+def test_bad_input_is_one_clear_line_and_no_output(case, trained, inputs, tmp_path):
     out = tmp_path / "out.jsonl"
     dump, model, expected = str(inputs["mixed"]), "models:/papertrack@champion", ""
     if case == "missing":
