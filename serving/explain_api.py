@@ -6,11 +6,12 @@ gets from the artifact.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Optional
 
 from pydantic import BaseModel, Field
 
-from papertrack.models.explain import DEFAULT_TERMS, explain, explainer_for
+from papertrack.models.explain import DEFAULT_TERMS, explain
 from papertrack.models.neighbors import DEFAULT_NEIGHBORS
 from papertrack.serving.schemas import ModelInfo, PaperResult, PredictRequest
 
@@ -58,16 +59,9 @@ class ExplainResponse(PaperResult):
     model: ModelInfo
 
 
-def warm_up(predictor) -> None:
-    """Build the predictor's explainer (feature names, weights) before the first request."""
-    explain(predictor, "warm-up abstract about neural networks", n_neighbors=1)
-
-
-async def explain_async(predictor, *args, **kwargs):
-    """:func:`explain` in the event loop when it costs a few milliseconds (a single linear TF-IDF model, like
-    ``/predict``), in a worker thread otherwise (occlusion, or an ensemble that must embed the abstract)."""
-    if explainer_for(predictor).method["kind"] == "exact-linear":
+async def explain_async(predictor, executor, *args, **kwargs):
+    """:func:`explain` in the event loop when ``executor`` is None, else in it (the service decides by the
+    measured cost, as for ``/predict``)."""
+    if executor is None:
         return explain(predictor, *args, **kwargs)
-    from anyio import to_thread
-
-    return await to_thread.run_sync(lambda: explain(predictor, *args, **kwargs))
+    return await asyncio.get_running_loop().run_in_executor(executor, lambda: explain(predictor, *args, **kwargs))
