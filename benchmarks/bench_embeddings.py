@@ -2,6 +2,8 @@
 
     # embedding throughput (abstracts/s) of the packaged MiniLM, cold (no cache) and from the cache
     .venv/bin/python benchmarks/bench_embeddings.py throughput --n 500
+    # what batching buys: cost per abstract one at a time vs batches of 2/4/8, 1 and 2 torch threads
+    .venv/bin/python benchmarks/bench_embeddings.py batching --n 64
     # TrackPredictor.predict: p50/p95 on one abstract at a time, and throughput on 5,000 rows of the
     # unlabeled corpus, for the registered champion (or any model URI), cold and warm embedding cache
     PAPERTRACK_HOME=/tmp/emb-sweep .venv/bin/python benchmarks/bench_embeddings.py predict --rows 5000
@@ -73,6 +75,36 @@ def cmd_throughput(args) -> None:
     print(f"| load the packaged model (once per process) | {load_s:.1f} | - |")
     print(f"| encode, cold cache (batch {embedder.batch_size}, longest first) | {cold:.1f} | {len(texts) / cold:.1f} |")
     print(f"| read back from the on-disk cache | {warm:.3f} | {len(texts) / warm:,.0f} |")
+
+
+def cmd_batching(args) -> None:
+    """What batching can buy a server: the packaged model's CPU cost per abstract encoded one at a time and
+    in batches of 2, 4, 8, with 1 and 2 torch threads (no cache: ``model.encode`` itself)."""
+    from papertrack.settings import quiet_third_parties
+
+    quiet_third_parties()
+    import torch
+
+    from papertrack.features import embeddings
+
+    texts = unlabeled_abstracts(args.n, skip=args.skip)
+    model = embeddings.BACKENDS[args.backend].load()
+    model.encode(texts[:8], batch_size=8)  # first-call costs
+    print(f"# batching — {machine()}, torch {torch.__version__}; {len(texts)} abstracts of {UNLABELED.name} "
+          f"(from row {args.skip}), each batch size over the same abstracts")
+    print("| torch threads | batch | ms per abstract (wall) | CPU ms per abstract | wall gain over batch 1 |")
+    print("|---:|---:|---:|---:|---:|")
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        single = None
+        for batch in (1, 2, 4, 8):
+            cpu, wall = time.process_time(), time.perf_counter()
+            for i in range(0, len(texts), batch):
+                model.encode(texts[i:i + batch], batch_size=batch)
+            wall = (time.perf_counter() - wall) * 1000 / len(texts)
+            cpu = (time.process_time() - cpu) * 1000 / len(texts)
+            single = single or wall
+            print(f"| {threads} | {batch} | {wall:.1f} | {cpu:.1f} | {single / wall:.2f}x |", flush=True)
 
 
 def cmd_predict(args) -> None:
@@ -223,6 +255,11 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--skip", type=int, default=10_000, help="start at this row of the unlabeled corpus")
     t.add_argument("--backend", default="minilm")
     t.set_defaults(func=cmd_throughput)
+    b = sub.add_parser("batching", help="cost per abstract one at a time vs in batches, 1 and 2 torch threads")
+    b.add_argument("--n", type=int, default=64)
+    b.add_argument("--skip", type=int, default=10_000, help="start at this row of the unlabeled corpus")
+    b.add_argument("--backend", default="minilm")
+    b.set_defaults(func=cmd_batching)
     p = sub.add_parser("predict", help="predict latency (1 abstract) and batch throughput")
     p.add_argument("--model-uri", default="models:/papertrack@champion")
     p.add_argument("--rows", type=int, default=5000)

@@ -66,8 +66,9 @@ async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]
 
 
 async def run_phase(host: str, port: int, requests: list[bytes], concurrency: int, total: int,
-                    max_seconds: float) -> dict:
-    """``concurrency`` connections, each sending its next request when the previous answer arrived."""
+                    max_seconds: float, first: int = 0) -> dict:
+    """``concurrency`` connections, each sending its next request when the previous answer arrived; the
+    requests are taken in turn from ``requests[first:]`` (wrapping around)."""
     latencies: list[float] = []
     failures: list[str] = []
     counter = iter(range(total))
@@ -80,7 +81,7 @@ async def run_phase(host: str, port: int, requests: list[bytes], concurrency: in
                 if time.perf_counter() > deadline:
                     break
                 started = time.perf_counter()
-                writer.write(requests[i % len(requests)])
+                writer.write(requests[(first + i) % len(requests)])
                 status, body, closes = await read_response(reader)
                 latencies.append(time.perf_counter() - started)
                 if status != 200 or not body.startswith(b"{"):
@@ -205,11 +206,14 @@ def main() -> None:
                                "loadavg_before": [round(x, 2) for x in load]},
                    "server": {"workers": args.workers if args.start else None, "url": f"http://{host}:{port}"},
                    "phases": []}
-        asyncio.run(run_phase(host, port, requests, 4, 400, 10))  # warm-up (every worker, first-call costs)
+        # every phase continues where the previous one stopped: no abstract is sent twice until all 2,000 were
+        # (an embedding model keeps vectors it has computed in memory: a repeat would measure that memory)
+        sent = asyncio.run(run_phase(host, port, requests, 4, 400, 10))["requests"]  # warm-up (every worker)
         phases = [(1, args.latency_requests)] + [(c, args.throughput_requests) for c in args.concurrency]
         for concurrency, total in phases:
             cpu_before = server_cpu_seconds(proc)
-            result = asyncio.run(run_phase(host, port, requests, concurrency, total, args.max_seconds))
+            result = asyncio.run(run_phase(host, port, requests, concurrency, total, args.max_seconds, sent))
+            sent += result["requests"]
             if proc is not None:  # the server's own CPU per request: much less sensitive to a busy machine
                 result["server_cpu_ms_per_request"] = round(
                     1000 * (server_cpu_seconds(proc) - cpu_before) / max(1, result["requests"]), 3)
