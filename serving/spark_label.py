@@ -166,7 +166,8 @@ def _read_jsonl(spark, index: int, path: Path):
     lines = spark.read.text(path.resolve().as_uri()).select(
         F.col("value").cast("binary").alias("data"), F.spark_partition_id().alias("split"),
         F.monotonically_increasing_id().alias("position"))
-    offsets = _split_offsets(lines)
+    # Hadoop reads a .gz file as one split (gzip cannot be split; _plain_or_gz checked it is gzip)
+    offsets = [0] if path.name.lower().endswith(".gz") else _split_offsets(lines)
     line = F.col("position") - F.shiftleft(F.col("split").cast("long"), 33) + 1
     if any(offsets):  # lines in the splits before this one (a .gz file is one split: none)
         line = line + F.element_at(F.array(*[F.lit(o) for o in offsets]), F.col("split") + 1)
@@ -176,15 +177,12 @@ def _read_jsonl(spark, index: int, path: Path):
 
 def _split_offsets(lines) -> list[int]:
     """For each split of a text file, the number of lines in the splits before it (one counting pass on the
-    JVM when the file has more than one split)."""
+    JVM)."""
     from pyspark.sql import functions as F
 
-    n = lines.rdd.getNumPartitions()
-    if n <= 1:
-        return [0]
     counts = dict(lines.groupBy("split").agg(F.count("*").alias("n")).collect())
     offsets, total = [], 0
-    for split in range(n):
+    for split in range(max(counts, default=0) + 1):
         offsets.append(total)
         total += counts.get(split, 0)
     return offsets
@@ -378,7 +376,8 @@ def label_with_spark(inputs: Sequence[Path], output: Path, model_uri: str, *, to
             shutil.rmtree(staging)
         try:
             job_started = time.perf_counter()
-            counters, partitions = _run(spark, inputs, formats, staging, kind, predictor_info, top_k, options)
+            counters, partitions = _run(spark, inputs, formats, staging, kind, predictor_info, top_k, options,
+                                        timings)
             timings["job"] = round(time.perf_counter() - job_started, 3)
             summary = {"inputs": [str(p) for p in inputs], "formats": formats, "output": str(output),
                        "kind": kind, "top_k": top_k, "model_uri": model_uri, "model": predictor_info["identity"],
@@ -433,13 +432,17 @@ def _has_param(pyfunc, name: str) -> bool:
 
 
 def _run(spark, inputs: list[Path], formats: list[str], staging: Path, kind: str, model: dict, top_k: int,
-         options: SparkOptions) -> tuple[Counters, int]:
+         options: SparkOptions, timings: dict[str, float]) -> tuple[Counters, int]:
+    """The job; ``timings`` gets the seconds of each step: plan (reading the inputs' layout, the model's UDF),
+    labels (read + parse + label + write: the work), errors, counts."""
     import mlflow.pyfunc
     from pyspark import StorageLevel
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     from papertrack.models.artifact import OUTPUT_JSON
 
+    step = _steps(timings)
     sources = [str(p) for p in inputs]
     frames = []
     for index, (path, fmt) in enumerate(zip(inputs, formats)):
@@ -465,34 +468,50 @@ def _run(spark, inputs: list[Path], formats: list[str], staging: Path, kind: str
                                               params={"top_k": k, "output": OUTPUT_JSON})
         else:
             predict = mlflow.pyfunc.spark_udf(spark, model["path"], env_manager="local", params={"top_k": k})
+    step("plan")
     good = items.where(F.col("kind").isNull())
     answered = good.withColumn("prediction", predict("abstract", "title"))
-    rows = answered.mapInArrow(_rows_function(sources, top_k, model["labels"]), ROW_SCHEMA)
-    rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+    # the rows' counts are collected while the rows are written (no second pass over them)
+    row_counts = Observation("papertrack-rows")
+    rows = answered.mapInArrow(_rows_function(sources, top_k, model["labels"]), ROW_SCHEMA).observe(
+        row_counts, F.count(F.lit(1)).alias("rows"), *[F.sum(c).alias(c) for c in ("labeled", "top1", "top3", "unknown")])
     if kind == "jsonl":
         rows.select("row").write.text(str(staging / "labels"))
         _rename_parts(staging / "labels", ".txt", ".jsonl")
     else:
         rows.select(F.from_json("row", PARQUET_ROW_SCHEMA).alias("r")).select("r.*").write.parquet(str(staging / "labels"))
         _rename_parts(staging / "labels", ".parquet", ".parquet")
+    step("labels")
     # the cached items are range-partitioned and sorted by (file, line): one partition, in order, no shuffle
     bad = items.where(F.col("kind").isNotNull()).coalesce(1)
     bad.mapInArrow(_errors_function(sources), "row STRING").write.text(str(staging / "errors"))
     _rename_parts(staging / "errors", ".txt", ".jsonl")
+    step("errors")
 
-    # two passes over what is cached: the rows' counts, and the inputs' (errors = inputs with a kind)
-    totals = rows.agg(F.count("*").alias("rows"), *[F.sum(c).alias(c) for c in ("labeled", "top1", "top3", "unknown")]
-                      ).collect()[0]
+    # one pass over the cached inputs: how many, how many errors (inputs with a kind), duplicate ids
+    totals = row_counts.get
     seen = items.agg(F.count("*").alias("inputs"), F.count("kind").alias("errors"), F.count("id").alias("ids"),
                      F.countDistinct("id").alias("distinct")).collect()[0]
     counters = Counters(inputs=seen["inputs"], rows=totals["rows"], errors=seen["errors"],
                         labeled=totals["labeled"] or 0, top1=totals["top1"] or 0, top3=totals["top3"] or 0,
                         unknown_labels=totals["unknown"] or 0, duplicate_ids=seen["ids"] - seen["distinct"])
-    rows.unpersist()
     items.unpersist()
+    step("counts")
     if counters.inputs != counters.rows + counters.errors:  # pragma: no cover - a bug, never data
         raise LabelError(f"count mismatch: {counters.inputs} inputs != {counters.rows} rows + {counters.errors} errors")
     return counters, partitions
+
+
+def _steps(timings: dict[str, float]) -> Callable[[str], None]:
+    """``step(name)`` records the seconds since the previous step (or since this call) under ``name``."""
+    last = [time.perf_counter()]
+
+    def step(name: str) -> None:
+        now = time.perf_counter()
+        timings[name] = round(now - last[0], 3)
+        last[0] = now
+
+    return step
 
 
 @contextmanager
