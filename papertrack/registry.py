@@ -5,13 +5,16 @@ measured on the same data digest: label top-3 on the shift holdout (``shift_labe
 one source out; macro-F1 on it breaking ties), or the cross-validated label top-3 when the data
 has one source. Otherwise it is registered as ``challenger`` and the reason is given. When the
 data digest differs from the champion's, the new winner is promoted and the change of data is
-recorded on the new version.
+recorded on the new version. Training passes its cost rule as a ``challenge`` that decides first when
+one of the two costs much more than the other (``papertrack.training.promotion``).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import mlflow
 from mlflow.exceptions import MlflowException
@@ -107,9 +110,12 @@ def gate(new_metrics: dict[str, float], new_digest: str, champion) -> tuple[bool
 
 
 def register(model_uri: str, run_id: str, metrics: dict[str, float], digest: str, candidate: str,
-             name: str = MODEL_NAME, decision_tags: dict[str, str] | None = None) -> Decision:
+             name: str = MODEL_NAME, decision_tags: dict[str, str] | None = None,
+             challenge: Callable[[Any], tuple[bool, str] | None] | None = None) -> Decision:
     """Register the model version and give it the champion or challenger alias. ``decision_tags``
-    (keys starting with ``champion_rule``) record why this candidate won its sweep.
+    (keys starting with ``champion_rule``) record why this candidate won its sweep. ``challenge(champion)``,
+    when given, decides against the current champion first (training's cost rule); when it returns None,
+    :func:`gate` decides.
 
     Concurrent ``train`` runs against one store (a team tracking server) are decided one after the other,
     in the order of their version numbers (the store hands those out atomically): the gate compares with
@@ -129,7 +135,8 @@ def register(model_uri: str, run_id: str, metrics: dict[str, float], digest: str
         c.set_model_version_tag(name, version.version, key, value)
     waited = _wait_for_earlier(c, name, version)
     champion = current_champion(name)  # re-read now, just before setting the alias
-    promote, reason = gate(metrics, digest, champion)
+    decided = challenge(champion) if challenge is not None and champion is not None else None
+    promote, reason = decided if decided is not None else gate(metrics, digest, champion)
     if waited:
         reason += f" ({waited})"
     if champion is not None and champion.tags.get("data_digest") != digest:

@@ -145,6 +145,30 @@ def test_cost_rule_keeps_the_costly_model_when_it_is_clearly_ahead():
     assert near.winner == "a" and near.comparisons == () and "no contender is 5x cheaper" in near.reason
 
 
+def test_promotion_applies_the_cost_rule_between_a_new_winner_and_the_champion():
+    from papertrack.training.promotion import decide
+
+    rng = np.random.default_rng(3)
+    cheap = _hits(rng, 800, 0.70)
+    close = np.where(rng.random(800) < 0.15, _hits(rng, 800, 0.75), cheap)  # a little better: within noise
+    better = np.where(rng.random(800) < 0.4, 1.0, cheap)  # clearly better
+    champion = Contender("champion v1 (tfidf)", cheap.mean(), 0.3, 1.0, cheap)
+    # a costlier winner with a higher point estimate but within noise stays challenger ...
+    promote, reason = decide(Contender("costly", close.mean(), 0.3, 80.0, close), champion, "shift_label_top3")
+    assert close.mean() > cheap.mean() and promote is False
+    assert reason.startswith("does not beat the champion by the champion rule") and "within noise" in reason
+    # ... one clearly ahead replaces it
+    promote, reason = decide(Contender("costly", better.mean(), 0.3, 80.0, better), champion, "shift_label_top3")
+    assert promote is True and "over the 80x cheaper champion v1 (tfidf)" in reason
+    # a much cheaper winner within noise of a costly champion replaces it (what one sweep would have chosen)
+    promote, _ = decide(Contender("cheap", cheap.mean(), 0.3, 1.0, cheap),
+                        Contender("champion v2 (costly)", close.mean(), 0.3, 80.0, close), "shift_label_top3")
+    assert promote is True
+    # costs within 5x, or hits on other rows: the plain gate decides
+    assert decide(Contender("similar", close.mean(), 0.3, 4.0, close), champion, "shift_label_top3") is None
+    assert decide(Contender("other rows", 0.9, 0.3, 80.0, close[:500]), champion, "shift_label_top3") is None
+
+
 def test_paired_bootstrap_interval_covers_the_mean_difference():
     rng = np.random.default_rng(2)
     a, b = _hits(rng, 500, 0.7), _hits(rng, 500, 0.7)

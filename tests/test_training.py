@@ -4,6 +4,7 @@ import json
 import os
 
 import mlflow
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -114,6 +115,44 @@ def test_promotion_gate_refuses_worse_model_and_promotes_on_new_data(subset_path
     version = registry.current_champion()
     assert version.version == changed.decision.version
     assert first.data_digest in version.tags["data_change"]
+
+
+def test_the_winners_holdout_hits_are_stored_and_read_back_for_the_next_promotion(trained, tmp_path, monkeypatch):
+    from papertrack.training.promotion import HITS_ARTIFACT, stored_contender
+
+    store.configure()
+    result = trained["result"]
+    champion = registry.current_champion()
+    metric = result.choice.metric
+    stored = mlflow.artifacts.load_dict(f"runs:/{champion.tags['run_id']}/{HITS_ARTIFACT}")
+    assert stored["metric"] == metric and stored["data_digest"] == result.data_digest
+    np.testing.assert_array_equal(stored["hits"], result.winner.selection_hits(3))
+    again = stored_contender(champion, metric, result.data_digest)
+    assert again.score == pytest.approx(result.winner.metrics[metric], abs=1e-6)
+    assert again.cost_ms == pytest.approx(result.winner.metrics["predict_ms_per_abstract"], abs=1e-6)
+    assert stored_contender(champion, metric, "another-digest") is None
+    assert stored_contender(champion, "label_top1", result.data_digest) is None
+
+
+def test_register_lets_a_challenge_decide_before_the_gate(subset_path, tmp_path, monkeypatch):
+    monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
+    first = run_sweep([subset_path], candidate_names=["tfidf-word-cnb"], folds=2, seed=1)
+    seen = []
+
+    def refuse(champion):
+        seen.append(champion.version)
+        return False, "refused by the challenge"
+
+    # asked with the champion read at decision time, before the gate
+    decision = registry.register(first.model_uri, first.winner.run_id, {**first.winner.metrics}, first.data_digest,
+                                 "tfidf-word-cnb", challenge=refuse)
+    assert seen == [first.decision.version]
+    assert decision.alias == "challenger" and decision.reason.startswith("refused by the challenge")
+    assert registry.current_champion().version == first.decision.version
+    # a challenge with no opinion (None) leaves the decision to the gate
+    decision = registry.register(first.model_uri, first.winner.run_id, {**first.winner.metrics}, first.data_digest,
+                                 "tfidf-word-cnb", challenge=lambda champion: None)
+    assert decision.alias == "challenger" and "does not beat the champion" in decision.reason
 
 
 def test_the_champion_rule_decision_is_stored_on_the_version_and_the_sweep_run(trained):

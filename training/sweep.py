@@ -32,7 +32,7 @@ from papertrack.models.candidates import Candidate
 from papertrack.models.catalogue import CANDIDATES, select
 from papertrack import registry, store
 from papertrack.errors import UsageError
-from papertrack.training import tracking
+from papertrack.training import promotion, tracking
 from papertrack.training.cv import check_trainable, fold_indices
 from papertrack.training.champion import ChampionChoice, Contender, choose_champion
 from papertrack.training.data import Direction, TrainingSet, shift_directions
@@ -167,8 +167,11 @@ def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_n
         result.refit_seconds = time.perf_counter() - refit_started
         console.print(f"Refit and logged the winner in {result.refit_seconds:.1f} s")
         if register:
-            result.decision = registry.register(result.model_uri, winner.run_id, winner.metrics, data.digest,
-                                                winner.candidate.name, decision_tags=choice.tags())
+            mine = contender(winner, results)
+            promotion.log_hits(winner.run_id, mine, choice.metric, data.digest)
+            result.decision = registry.register(
+                result.model_uri, winner.run_id, winner.metrics, data.digest, winner.candidate.name,
+                decision_tags=choice.tags(), challenge=promotion.cost_challenge(mine, choice.metric, data.digest))
             mlflow.set_tag("registered_version", result.decision.version)
             mlflow.set_tag("mlflow.note.content", describe(result))
     result.wall_seconds = time.perf_counter() - started
@@ -181,11 +184,16 @@ def _metric_safe(name: str) -> str:
 
 def choose(results: Sequence[CandidateResult]) -> ChampionChoice:
     """The champion rule (:mod:`papertrack.training.champion`) on the sweep's held-out rows."""
-    primary, tiebreak = ranking_metrics(*[r.metrics for r in results])
-    contenders = [Contender(r.candidate.name, r.metrics[primary], r.metrics[tiebreak],
-                            r.metrics["predict_ms_per_abstract"], r.selection_hits(3),
-                            baseline=r.candidate.family == "baseline") for r in results]
-    return choose_champion(contenders, primary)
+    primary, _ = ranking_metrics(*[r.metrics for r in results])
+    return choose_champion([contender(r, results) for r in results], primary)
+
+
+def contender(result: CandidateResult, among: Sequence[CandidateResult] = ()) -> Contender:
+    """A candidate's result as the champion rule sees it (ranked by the metric ``among`` all share)."""
+    primary, tiebreak = ranking_metrics(*[r.metrics for r in (among or [result])])
+    return Contender(result.candidate.name, result.metrics[primary], result.metrics[tiebreak],
+                     result.metrics[promotion.COST_METRIC], result.selection_hits(3),
+                     baseline=result.candidate.family == "baseline")
 
 
 def describe(result: SweepResult) -> str:
