@@ -490,11 +490,13 @@ def _run(spark, inputs: list[Path], formats: list[str], staging: Path, kind: str
 
     # one pass over the cached inputs: how many, how many errors (inputs with a kind), duplicate ids
     totals = row_counts.get
-    seen = items.agg(F.count("*").alias("inputs"), F.count("kind").alias("errors"), F.count("id").alias("ids"),
+    seen = items.agg(F.count("*").alias("inputs"), F.count("kind").alias("errors"),
+                     F.count(F.when(F.col("kind") == "header", 1)).alias("headers"), F.count("id").alias("ids"),
                      F.countDistinct("id").alias("distinct")).collect()[0]
     counters = Counters(inputs=seen["inputs"], rows=totals["rows"], errors=seen["errors"],
                         labeled=totals["labeled"] or 0, top1=totals["top1"] or 0, top3=totals["top3"] or 0,
-                        unknown_labels=totals["unknown"] or 0, duplicate_ids=seen["ids"] - seen["distinct"])
+                        unknown_labels=totals["unknown"] or 0, duplicate_ids=seen["ids"] - seen["distinct"],
+                        headers=seen["headers"])
     items.unpersist()
     step("counts")
     if counters.inputs != counters.rows + counters.errors:  # pragma: no cover - a bug, never data

@@ -150,6 +150,10 @@ def test_every_input_format_in_one_run(trained, data_dir, tmp_path):
     assert [(e["source"], e["line"]) for e in errors] == [(s, i.line) for s, i in items if isinstance(i, BadRecord)]
     assert len(rows) + len(errors) == len(items)
     assert f"{len(items)} input records = {len(rows)} labeled rows" in flat(result.output)
+    headers = sum(isinstance(i, BadRecord) and i.kind == "header" for _, i in items)
+    assert headers >= 1  # the sample dumps open with the page's header line: an error row, said to be the header
+    assert f"+ {len(errors)} errors ({tmp_path / 'all.errors.jsonl'}, of which {headers} the dump's header " \
+           f"paragraph)" in flat(result.output)
 
 
 def test_labeling_streams_in_chunks(backend, tmp_path, monkeypatch):

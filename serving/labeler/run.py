@@ -125,6 +125,7 @@ def label_dumps(inputs: Sequence[Path], output: Path, backend, *, top_k: int = 3
             counters.inputs += len(chunk)
             counters.rows += len(labeled)
             counters.errors += len(failed)
+            counters.headers += sum(kind == "header" for _, kind, _ in failed)
             checkpoint.write(paths.partial, out, rows.rows(labeled))
             checkpoint.write(paths.errors_partial, err, error_rows(failed))
             checkpoint.save(paths, settings, counters, out, err)

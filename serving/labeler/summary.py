@@ -23,6 +23,7 @@ class Counters:
     top3: int = 0
     unknown_labels: int = 0  # given labels that are not in the model's label set
     duplicate_ids: int = 0  # records whose id an earlier record already had (both are labeled)
+    headers: int = 0  # of the errors: first paragraphs of text dumps taken as the page's header
 
     def add(self, record: Record, answer: Mapping[str, Any], known: frozenset[str]) -> None:
         """Count one labeled row (its accuracy when the record has a label)."""
@@ -38,8 +39,9 @@ class Counters:
 def summary_lines(result) -> list[str]:
     """The end-of-run report of a :class:`~papertrack.serving.labeler.run.LabelResult`."""
     c = result.counters
+    headers = f", of which {c.headers:,} the dump's header paragraph" if c.headers else ""
     lines = [f"{c.inputs:,} input records = {c.rows:,} labeled rows ({result.paths.output}) + "
-             f"{c.errors:,} errors ({result.paths.errors})"]
+             f"{c.errors:,} errors ({result.paths.errors}{headers})"]
     resumed = f" (resumed after {result.resumed_from:,})" if result.resumed_from else ""
     lines.append(f"{result.seconds:.2f} s, {result.rate:,.0f} abstracts/s{resumed}")
     if c.labeled:
