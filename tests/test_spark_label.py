@@ -128,7 +128,7 @@ def test_errors_are_rows_with_reasons_and_counts_add_up(spark_run, local_run, in
     assert len(parts(out / "labels", ".jsonl")) == 3
     assert f"{c['inputs']:,} input records = {c['rows']:,} labeled rows" in output
     headers = [e for e in errors if e["kind"] == "header"]  # the labeled sample dump opens with its page header
-    assert c["headers"] == len(headers) == 1 and "of which 1 the dump's header paragraph" in " ".join(output.split())
+    assert c["headers"] == len(headers) == 1 and "of which 1 is a text dump's header paragraph" in " ".join(output.split())
     assert c["labeled"] > 0 and 0 < c["top3"] <= c["labeled"]
 
 

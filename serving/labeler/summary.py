@@ -39,7 +39,8 @@ class Counters:
 def summary_lines(result) -> list[str]:
     """The end-of-run report of a :class:`~papertrack.serving.labeler.run.LabelResult`."""
     c = result.counters
-    headers = f", of which {c.headers:,} the dump's header paragraph" if c.headers else ""
+    headers = ("" if not c.headers else ", of which 1 is a text dump's header paragraph" if c.headers == 1
+               else f", of which {c.headers:,} are text dumps' header paragraphs")
     lines = [f"{c.inputs:,} input records = {c.rows:,} labeled rows ({result.paths.output}) + "
              f"{c.errors:,} errors ({result.paths.errors}{headers})"]
     resumed = f" (resumed after {result.resumed_from:,})" if result.resumed_from else ""
