@@ -12,6 +12,9 @@
     # direction and mean), with the same shift_holdout function the sweep uses
     .venv/bin/python benchmarks/bench_accuracy.py shift --seed 42
 
+    # an area classifier (8 areas) as one more member of the default ensembles, CV and shift, three seeds
+    .venv/bin/python benchmarks/bench_accuracy.py area --seeds 42 7 123
+
     # fine-tuning the packaged MiniLM end to end on one fold (about 2 minutes per epoch on 2 cores)
     .venv/bin/python benchmarks/bench_accuracy.py finetune --epochs 4 --max-seq-length 128
 
@@ -399,6 +402,124 @@ def shift(args) -> None:
     _print_shift_table(rows, directions, args.seed)
 
 
+AREA_MEMBERS = {"area-tfidf-word-logreg": "tfidf-word-logreg", "area-emb-minilm-logreg": "emb-minilm-logreg"}
+
+
+def area_gate(args) -> None:
+    """An area classifier as one more ensemble member: the model of ``AREA_MEMBERS[name]`` fitted on the
+    8 areas instead of the 86 labels, its answer spread over the labels as p(label) ∝ p(area of label).
+    In the geometric ensemble that adds w · log p(area) to every label of the area — a gate learned on
+    8 classes with ~550 examples each, where the label models see 41 labels with < 10 examples. The
+    weights (the area members' included) are chosen exactly as the sweep chooses them: nested on the
+    CV folds, and on the training side's inner CV for each shift direction. Per seed and mean ± sd."""
+    from papertrack.training.data import shift_directions
+    from papertrack.training.ensemble import nested_cv, select_weights
+    from papertrack.models.ensemble import combine
+    from papertrack.training.evaluation import INNER_FOLDS, SHIFT_METRICS
+
+    data = load_both(args)
+    space = data.space
+    directions = shift_directions(data.sources)
+    texts = np.asarray(data.texts, dtype=object)
+    y_area = space.area_of(data.y)
+    n_areas = len(space.areas)
+    bases = {name: CANDIDATES[name] for name in ("ensemble-tfidf-minilm", "ensemble-tfidf")}
+    variants = {  # name -> (base ensemble, extra area members)
+        "ensemble-tfidf-minilm": ("ensemble-tfidf-minilm", ()),
+        "ensemble-tfidf-minilm + area-tfidf": ("ensemble-tfidf-minilm", ("area-tfidf-word-logreg",)),
+        "ensemble-tfidf-minilm + area-tfidf + area-minilm": (
+            "ensemble-tfidf-minilm", ("area-tfidf-word-logreg", "area-emb-minilm-logreg")),
+        "ensemble-tfidf": ("ensemble-tfidf", ()),
+        "ensemble-tfidf + area-tfidf": ("ensemble-tfidf", ("area-tfidf-word-logreg",)),
+    }
+    keys = ("label_top3", "label_top1", "area_top1", "label_macro_f1")
+    table: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
+
+    def as_labels(p_area: np.ndarray) -> np.ndarray:
+        out = p_area[:, space.label_area]
+        return out / out.sum(axis=1, keepdims=True)
+
+    def fit_area(name: str, seed: int, train: np.ndarray, test: np.ndarray) -> np.ndarray:
+        model = CANDIDATES[AREA_MEMBERS[name]].build(n_areas, seed).fit(list(texts[train]), y_area[train])
+        return as_labels(model.predict_proba(list(texts[test])))
+
+    for seed in args.seeds:
+        started = time.perf_counter()
+        split = fold_indices(data.y, space, 5, seed)
+        singles = list(dict.fromkeys(m for c in bases.values() for m in c.members))
+        # the ensembles too: their members' inner OOF (training side of each direction) is computed for them
+        results = evaluate_candidates([*(CANDIDATES[m] for m in singles), *bases.values()], data, split, seed,
+                                      directions=directions)
+        for r in results:
+            if r.candidate.is_ensemble:  # the sweep's own figures, to check the variants' base rows against
+                print(f"  seed {seed} sweep's {r.candidate.name}: CV top3 {r.metrics['label_top3']:.3f}, shift top3 "
+                      f"{r.metrics['shift_label_top3']:.3f}", file=sys.stderr, flush=True)
+        results = [r for r in results if not r.candidate.is_ensemble]
+        cv = {r.candidate.name: r.cv.oof_proba for r in results}
+        shifted = {r.candidate.name: r.shift.proba for r in results}
+        inner = {r.candidate.name: r.shift.inner_oof for r in results}
+        for name in AREA_MEMBERS:
+            cv[name] = np.zeros((len(data.y), space.n_labels))
+            for train, test in split:
+                cv[name][test] = fit_area(name, seed, train, test)
+            shifted[name], inner[name] = np.zeros_like(cv[name]), {}
+            for d in directions:
+                shifted[name][d.test] = fit_area(name, seed, d.train, d.test)
+                inner_split = fold_indices(data.y[d.train], space, INNER_FOLDS, seed)
+                oof = np.zeros((len(d.train), space.n_labels))
+                for tr, te in inner_split:
+                    oof[te] = fit_area(name, seed, d.train[tr], d.train[te])
+                inner[name][d.name] = oof
+            alone = evaluate(cv[name], data.y, space)
+            print(f"  seed {seed} {name} alone: CV area top1 {alone['area_top1']:.3f}", file=sys.stderr, flush=True)
+        for variant, (base, extra) in variants.items():
+            spec = bases[base].ensemble
+            members = [*spec.members, *extra]
+            ens = nested_cv([cv[m] for m in members], data.y, split, spec.rule, spec.steps, spec.objective)
+            m = {k: evaluate(ens.oof_proba, data.y, space)[k] for k in keys}
+            per = {}
+            for d in directions:
+                w = select_weights([inner[x][d.name] for x in members], data.y[d.train], spec.rule, spec.steps,
+                                   spec.objective)
+                p = combine([shifted[x][d.test] for x in members], w, spec.rule)
+                per[d.name] = evaluate(p, data.y[d.test], space)
+            for k in SHIFT_METRICS:
+                m[f"shift_{k}"] = float(np.mean([per[d][k] for d in per]))
+            for d in per:
+                m[f"shift_label_top3.{d}"] = per[d]["label_top3"]
+            m["weights"] = ", ".join(f"{x} {wi:.2f}" for x, wi in zip(members, ens.weights) if wi > 0)
+            table[variant].append(m)
+            print(f"  seed {seed} {variant}: CV top3 {m['label_top3']:.3f} area {m['area_top1']:.3f} | shift top3 "
+                  f"{m['shift_label_top3']:.3f} area {m['shift_area_top1']:.3f} | {m['weights']}",
+                  file=sys.stderr, flush=True)
+        print(f"  seed {seed}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+
+    def ms(values: list[float]) -> str:
+        return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}" if len(values) > 1 else f"{values[0]:.3f}"
+
+    cols = ("label_top3", "label_top1", "area_top1", "shift_label_top3", "shift_label_top1", "shift_area_top1",
+            "shift_label_macro_f1")
+    print(f"| variant (seeds {', '.join(map(str, args.seeds))}) | CV top3 per seed | " +
+          " | ".join(cols) + " |")
+    print("|---|---|" + "---:|" * len(cols))
+    for variant, rows in table.items():
+        print(f"| {variant} | " + " / ".join(f"{r['label_top3']:.3f}" for r in rows) + " | " +
+              " | ".join(ms([r[c] for r in rows]) for c in cols) + " |")
+    print("\nshift top-3 per seed:")
+    for variant, rows in table.items():
+        print(f"- {variant}: " + " / ".join(f"{r['shift_label_top3']:.3f}" for r in rows) +
+              "; weights (CV, all rows): " + " | ".join(r["weights"] for r in rows))
+    base_of = {v: b for v, (b, _) in variants.items()}
+    print("\ndifference to the base ensemble, paired by seed (mean ± sd):")
+    for variant, rows in table.items():
+        base = table[base_of[variant]]
+        if variant == base_of[variant]:
+            continue
+        for c in ("label_top3", "shift_label_top3", "shift_area_top1"):
+            diffs = [r[c] - b[c] for r, b in zip(rows, base)]
+            print(f"- {variant} {c}: " + " / ".join(f"{x:+.3f}" for x in diffs) + f" (mean {ms(diffs)})")
+
+
 def _print_shift_table(rows, directions, seed: int) -> None:
     names = [d.name for d in directions]
     print(f"| attempt (shift holdout, seed {seed}) | " + " | ".join(f"top3 {n_}" for n_ in names) +
@@ -436,6 +557,9 @@ def main() -> None:
     sh.add_argument("--pool", type=int, default=12_000, help="unlabeled abstracts used per direction")
     sh.add_argument("--only", nargs="+", default=["tuning", "union", "prior", "unlabeled"],
                     choices=["tuning", "union", "prior", "unlabeled"], help="which groups of attempts to run")
+    a = sub.add_parser("area", help="an area classifier as one more ensemble member (CV and shift, several seeds)")
+    a.add_argument("--second", type=Path, default=DATA / "icml2024_topics.jsonl")
+    a.add_argument("--seeds", type=int, nargs="+", default=[42, 7, 123])
     f = sub.add_parser("finetune", help="fine-tune MiniLM on one fold (about 2 minutes per epoch on 2 cores)")
     f.add_argument("--epochs", type=int, default=4)
     f.add_argument("--max-seq-length", type=int, default=128)
@@ -443,7 +567,8 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the packaged model only; no hub
     warnings.filterwarnings("ignore", category=UserWarning)
-    {"seeds": seeds, "experiments": experiments, "finetune": finetune, "shift": shift}[args.command](args)
+    {"seeds": seeds, "experiments": experiments, "finetune": finetune, "shift": shift,
+     "area": area_gate}[args.command](args)
 
 
 if __name__ == "__main__":
