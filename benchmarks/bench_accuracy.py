@@ -15,6 +15,9 @@
     # an area classifier (8 areas) as one more member of the default ensembles, CV and shift, three seeds
     .venv/bin/python benchmarks/bench_accuracy.py area --seeds 42 7 123
 
+    # one more catalogue candidate (default tfidf-union-logreg) as a member of the default ensemble
+    .venv/bin/python benchmarks/bench_accuracy.py member --seeds 42 7 123 --extra tfidf-union-logreg
+
     # fine-tuning the packaged MiniLM end to end on one fold (about 2 minutes per epoch on 2 cores)
     .venv/bin/python benchmarks/bench_accuracy.py finetune --epochs 4 --max-seq-length 128
 
@@ -520,6 +523,32 @@ def area_gate(args) -> None:
             print(f"- {variant} {c}: " + " / ".join(f"{x:+.3f}" for x in diffs) + f" (mean {ms(diffs)})")
 
 
+def extra_member(args) -> None:
+    """The default ensemble with one more catalogue candidate among its members (``--extra``), evaluated by the
+    sweep's own :func:`evaluate_candidates` (nested CV weights; inner CV of each shift direction's training
+    side): the base ensemble's and the variant's figures per seed."""
+    from papertrack.models.catalogue import ensemble_candidate
+    from papertrack.training.data import shift_directions
+
+    data = load_both(args)
+    directions = shift_directions(data.sources)
+    base = CANDIDATES[args.base]
+    variant = ensemble_candidate(f"{args.base} + {' + '.join(args.extra)}", [*base.members, *args.extra],
+                                 rule=base.ensemble.rule, steps=base.ensemble.steps, objective=base.ensemble.objective)
+    for seed in args.seeds:
+        started = time.perf_counter()
+        singles = [CANDIDATES[m] for m in dict.fromkeys([*base.members, *args.extra])]
+        results = evaluate_candidates([*singles, base, variant], data, fold_indices(data.y, data.space, 5, seed), seed,
+                                      directions=directions)
+        for r in results:
+            m = r.metrics
+            print(f"| {seed} | {r.candidate.name} | {m['label_top3']:.3f} | {m['label_top1']:.3f} | {m['area_top1']:.3f} | "
+                  f"{m['shift_label_top3']:.3f} | {m['shift_label_top1']:.3f} | {m['shift_area_top1']:.3f} | "
+                  f"{m['shift_label_macro_f1']:.3f} | " + ", ".join(f"{k} {w:.2f}" for k, w in r.member_weights.items()
+                                                                    if w > 0) + " |", flush=True)
+        print(f"  seed {seed}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+
+
 def _print_shift_table(rows, directions, seed: int) -> None:
     names = [d.name for d in directions]
     print(f"| attempt (shift holdout, seed {seed}) | " + " | ".join(f"top3 {n_}" for n_ in names) +
@@ -560,6 +589,11 @@ def main() -> None:
     a = sub.add_parser("area", help="an area classifier as one more ensemble member (CV and shift, several seeds)")
     a.add_argument("--second", type=Path, default=DATA / "icml2024_topics.jsonl")
     a.add_argument("--seeds", type=int, nargs="+", default=[42, 7, 123])
+    x = sub.add_parser("member", help="the default ensemble with more catalogue candidates as members")
+    x.add_argument("--second", type=Path, default=DATA / "icml2024_topics.jsonl")
+    x.add_argument("--seeds", type=int, nargs="+", default=[42, 7, 123])
+    x.add_argument("--base", default=DEFAULT_ENSEMBLE)
+    x.add_argument("--extra", nargs="+", default=["tfidf-union-logreg"])
     f = sub.add_parser("finetune", help="fine-tune MiniLM on one fold (about 2 minutes per epoch on 2 cores)")
     f.add_argument("--epochs", type=int, default=4)
     f.add_argument("--max-seq-length", type=int, default=128)
@@ -568,7 +602,7 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the packaged model only; no hub
     warnings.filterwarnings("ignore", category=UserWarning)
     {"seeds": seeds, "experiments": experiments, "finetune": finetune, "shift": shift,
-     "area": area_gate}[args.command](args)
+     "area": area_gate, "member": extra_member}[args.command](args)
 
 
 if __name__ == "__main__":
