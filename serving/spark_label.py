@@ -51,6 +51,9 @@ OUTPUT_KINDS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 PARQUET = "parquet"
 DEFAULT_BATCH = 2_000  # spark.sql.execution.arrow.maxRecordsPerBatch (see BENCHMARKS.md "Spark batch labeling")
 SUCCESS = "_SUCCESS"
+# local masters: the driver JVM is the executor, and a labeling job is short: the C1 JIT alone halves the JVM's
+# CPU (the C2 compiler's threads cost more than they save here) — BENCHMARKS.md "Spark batch labeling"
+LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 SUMMARY = "summary.json"
 
 # one parsed input item: a record to label, or (kind set) one that cannot be labeled
@@ -95,7 +98,8 @@ def spark_session(options: SparkOptions):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     for key, value in {
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={_quiet_log4j().as_uri()}",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={_quiet_log4j().as_uri()}"
+                                         + (f" {LOCAL_JVM_OPTIONS}" if local else ""),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.log.level": "FATAL",
@@ -287,7 +291,7 @@ def _rows_function(sources: list[str], top_k: int, known: frozenset[str]):
         for batch in batches:
             out = {name: [] for name in ("file", "line", "row", "labeled", "top1", "top3", "unknown")}
             for item in batch.to_pylist():
-                record = Record(item["id"], item["abstract"], item["title"], item["label"], None, None,
+                record = Record(item["id"], "", item["title"], item["label"], None, None,  # a row has no abstract
                                 sources[item["file"]], item["line"])
                 answer = _answer(item["prediction"])
                 counts = Counters()
@@ -473,7 +477,7 @@ def _run(spark, inputs: list[Path], formats: list[str], staging: Path, kind: str
     answered = good.withColumn("prediction", predict("abstract", "title"))
     # the rows' counts are collected while the rows are written (no second pass over them)
     row_counts = Observation("papertrack-rows")
-    rows = answered.mapInArrow(_rows_function(sources, top_k, model["labels"]), ROW_SCHEMA).observe(
+    rows = answered.drop("abstract").mapInArrow(_rows_function(sources, top_k, model["labels"]), ROW_SCHEMA).observe(
         row_counts, F.count(F.lit(1)).alias("rows"), *[F.sum(c).alias(c) for c in ("labeled", "top1", "top3", "unknown")])
     if kind == "jsonl":
         rows.select("row").write.text(str(staging / "labels"))
