@@ -41,6 +41,7 @@ from bentoml.exceptions import BentoMLException
 from bentoml.models import BentoModel
 from fastapi import FastAPI
 from starlette.responses import Response
+from threadpoolctl import threadpool_limits
 
 from papertrack import settings
 from papertrack.errors import NoModelError
@@ -151,6 +152,10 @@ class PaperTrack:
             areas=list(space.areas), hierarchy=space.hierarchy(),
             metrics={k: float(v) for k, v in metrics.items()}, limits=schemas.LIMITS,
         )
+        # One abstract per call: BLAS thread pools (OpenBLAS: the LR and kNN on embeddings) get tiny matrices
+        # and their extra threads only spin — measured: 209 -> 102 ms of CPU per /predict of an embedding
+        # champion at the same latency, CPU the other worker needs (BENCHMARKS.md "Serving an embedding champion")
+        threadpool_limits(limits=1, user_api="blas")
         # The median of 5 predictions / 3 explanations (the first also takes the first-call costs, e.g. building
         # the explainer, out of the first request). One rule for both routes: what costs at most INLINE_MAX_MS
         # (a TF-IDF /predict, ~1 ms) runs in the event loop, where handing it to a thread would cost more than
