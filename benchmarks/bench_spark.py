@@ -33,9 +33,10 @@ from shared_data import UNLABELED
 BATCH_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
 
 
-def tree_sample(proc: psutil.Process, cpu: dict[int, float]) -> int:
+def tree_sample(proc: psutil.Process, cpu: dict[int, float], own: dict[int, tuple[str, float]]) -> int:
     """The tree's RSS now; ``cpu`` keeps each process's latest CPU seconds (user + system, with its reaped
-    children) so the sum covers processes that have exited since."""
+    children) so the sum covers processes that have exited since; ``own`` each process's kind (driver, JVM,
+    Python worker) and its own CPU seconds, for the split by kind."""
     total = 0
     for p in [proc, *proc.children(recursive=True)]:
         try:
@@ -43,6 +44,8 @@ def tree_sample(proc: psutil.Process, cpu: dict[int, float]) -> int:
                 total += p.memory_info().rss
                 t = p.cpu_times()
                 cpu[p.pid] = t.user + t.system + t.children_user + t.children_system
+                kind = "driver" if p.pid == proc.pid else "jvm" if "java" in p.name() else "python workers"
+                own[p.pid] = (kind, t.user + t.system)
         except psutil.Error:
             pass
     return total
@@ -56,6 +59,7 @@ def run(label_args: list[str], out: Path) -> dict:
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = 0
     cpu: dict[int, float] = {}
+    own: dict[int, tuple[str, float]] = {}
     done = threading.Event()
 
     def sample():
@@ -63,7 +67,7 @@ def run(label_args: list[str], out: Path) -> dict:
         watched = psutil.Process(proc.pid)
         while not done.is_set():
             try:
-                peak = max(peak, tree_sample(watched, cpu))
+                peak = max(peak, tree_sample(watched, cpu, own))
             except psutil.Error:
                 return
             time.sleep(0.2)
@@ -82,6 +86,8 @@ def run(label_args: list[str], out: Path) -> dict:
               "wall_seconds": round(wall, 2), "abstracts_per_s": round(inputs / wall, 1),
               "peak_rss_mb": round(peak / 2**20), "cpu_seconds": round(sum(cpu.values()), 1),
               "load_before": round(load, 2),
+              "cpu_by_kind": {kind: round(sum(c for k, c in own.values() if k == kind), 1)
+                              for kind in sorted({k for k, _ in own.values()})},
               "load_after": round(os.getloadavg()[0], 2)}
     summary = out / "summary.json"
     if summary.exists():
@@ -106,8 +112,9 @@ def show(name: str, r: dict) -> None:
     steps = ", ".join(f"{k} {v:.1f}" for k, v in r.get("steps", {}).items())
     extra = (f"; Spark start {r['spark_start_s']:.1f} s, job {r['job_s']:.1f} s = {r['job_abstracts_per_s']:,.0f}/s "
              f"({steps}; {r['partitions']} partitions, batch {r['arrow_batch']})") if "job_s" in r else ""
+    kinds = ", ".join(f"{k} {v:.0f}" for k, v in r["cpu_by_kind"].items())
     print(f"{name:>34}: {r['inputs']:,} in {r['wall_seconds']:.1f} s = {r['abstracts_per_s']:,.0f} abstracts/s, "
-          f"peak {r['peak_rss_mb']:,} MB, CPU {r['cpu_seconds']:.0f} s, load {r['load_before']:.1f}->{r['load_after']:.1f}{extra}", flush=True)
+          f"peak {r['peak_rss_mb']:,} MB, CPU {r['cpu_seconds']:.0f} s ({kinds}), load {r['load_before']:.1f}->{r['load_after']:.1f}{extra}", flush=True)
 
 
 UNLABELED_DUMP = UNLABELED
