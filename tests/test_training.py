@@ -177,3 +177,34 @@ def test_the_champion_rule_decision_is_stored_on_the_version_and_the_sweep_run(t
         run_id=result.parent_run_id, artifact_path="data/label_distribution_by_source.csv"))
     assert distribution[["ICLR 2024", "ICML 2024"]].sum().sum() == distribution["total"].sum() == len(
         pd.read_json(trained["data"], lines=True))
+
+
+def test_logging_the_dataset_retries_when_a_concurrent_train_inserted_it_first(monkeypatch):
+    """Two trains against one server insert the same dataset row at once; the loser asks again (and then only
+    links its run to the existing row). Any other store error is raised at once."""
+    from mlflow.exceptions import MlflowException
+
+    from papertrack.training import tracking
+
+    calls = []
+
+    def flaky(dataset, context):
+        calls.append(context)
+        if len(calls) == 1:
+            raise MlflowException("BAD_REQUEST: (psycopg.errors.UniqueViolation) duplicate key value violates "
+                                  "unique constraint \"dataset_pk\"")
+
+    monkeypatch.setattr(tracking.mlflow, "log_input", flaky)
+    monkeypatch.setattr(tracking.time, "sleep", lambda seconds: None)
+    tracking.log_dataset_input(object())
+    assert calls == ["training", "training"]
+
+    def broken(dataset, context):
+        calls.append(context)
+        raise MlflowException("RESOURCE_DOES_NOT_EXIST: run not found")
+
+    calls.clear()
+    monkeypatch.setattr(tracking.mlflow, "log_input", broken)
+    with pytest.raises(MlflowException, match="run not found"):
+        tracking.log_dataset_input(object())
+    assert calls == ["training"]

@@ -139,7 +139,7 @@ def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_n
     with mlflow.start_run(run_name=f"sweep-{time.strftime('%Y%m%d-%H%M%S')}") as parent:
         mlflow.set_tags({"papertrack.kind": "sweep", "papertrack.version": __version__})
         mlflow.log_params({**common, "candidates": ", ".join(c.name for c in candidates)})
-        mlflow.log_input(dataset, context="training")
+        tracking.log_dataset_input(dataset)
         mlflow.log_metrics({f"records.{_metric_safe(name)}": n for name, n in counts.items()})
         mlflow.log_text(sources.to_csv(index=False), "data/label_distribution_by_source.csv")
         if skipped:
@@ -330,7 +330,7 @@ def _log_candidate(candidate: Candidate, metrics: dict[str, float], oof: np.ndar
                          "candidate": candidate.name, "features": candidate.features})
         mlflow.log_params({**common, "family": candidate.family, "features": candidate.features,
                            **{f"hp.{k}": v for k, v in candidate.params.items()}, **(extra_params or {})})
-        mlflow.log_input(dataset, context="training")
+        tracking.log_dataset_input(dataset)
         mlflow.log_metrics(metrics)
         tracking.log_evaluation_artifacts(oof, data.y, data.space, candidate.name)
     return run.info.run_id

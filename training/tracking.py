@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import io
+import time
 from pathlib import Path
 
 import mlflow
@@ -15,7 +16,29 @@ from sklearn.metrics import precision_recall_fscore_support
 from papertrack.models.hierarchy import LabelSpace
 from papertrack.training import plots
 
+DATASET_RACE_RETRIES = 3
 
+
+def log_dataset_input(dataset, context: str = "training") -> None:
+    """``mlflow.log_input``, safe when another ``train`` logs the same dataset at the same moment.
+
+    MLflow's store looks the dataset up by (experiment, name, digest) and inserts it when missing; two runs
+    doing that at once against one tracking server both insert, and the loser's request fails on the unique
+    key ("duplicate key value violates unique constraint dataset_pk" on PostgreSQL). Asking again finds the
+    winner's row and only links this run to it.
+    """
+    from mlflow.exceptions import MlflowException
+
+    for attempt in range(DATASET_RACE_RETRIES):
+        try:
+            mlflow.log_input(dataset, context=context)
+            return
+        except MlflowException as exc:
+            text = str(exc)
+            raced = "UniqueViolation" in text or "UNIQUE constraint failed" in text or "duplicate key" in text
+            if not raced or attempt == DATASET_RACE_RETRIES - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
 
 
 def per_class_report(proba: np.ndarray, y: np.ndarray, space: LabelSpace) -> pd.DataFrame:
