@@ -130,6 +130,7 @@ def test_the_winners_holdout_hits_are_stored_and_read_back_for_the_next_promotio
     again = stored_contender(champion, metric, result.data_digest)
     assert again.score == pytest.approx(result.winner.metrics[metric], abs=1e-6)
     assert again.cost_ms == pytest.approx(result.winner.metrics["predict_ms_per_abstract"], abs=1e-6)
+    assert again.tiebreak == pytest.approx(result.winner.metrics[registry.TIEBREAK_METRIC], abs=1e-6)
     assert stored_contender(champion, metric, "another-digest") is None
     assert stored_contender(champion, "label_top1", result.data_digest) is None
 

@@ -46,8 +46,9 @@ def stored_contender(version, metric: str, digest: str) -> Contender | None:
         return None
     if stored.get("metric") != metric or stored.get("data_digest") != digest:
         return None
+    tiebreak = registry.TIEBREAK_METRIC if metric == registry.PRIMARY_METRIC else registry.CV_TIEBREAK_METRIC
     return Contender(f"champion v{version.version} ({version.tags.get('candidate', '?')})", metrics[metric],
-                     0.0, metrics[COST_METRIC], np.asarray(stored["hits"], dtype=np.float64))
+                     metrics.get(tiebreak, 0.0), metrics[COST_METRIC], np.asarray(stored["hits"], dtype=np.float64))
 
 
 def decide(new: Contender, champion: Contender, metric: str) -> tuple[bool, str] | None:
