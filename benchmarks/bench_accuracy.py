@@ -401,7 +401,7 @@ def shift(args) -> None:
         self_proba[np.ix_(d.test, student.classes_)] = student.predict_proba(B)
         print(f"  {d.name}: pool {len(pool):,}, pseudo-labeled {keep.sum():,}", file=sys.stderr)
     report(f"tfidf-word LR, vocabulary/IDF also fitted on {args.pool:,} unlabeled abstracts", _rescore(idf_proba, data, directions))
-    report(f"self-training: + pseudo-labeled unlabeled abstracts (conf > 0.3, weight 0.3)", _rescore(self_proba, data, directions))
+    report("self-training: + pseudo-labeled unlabeled abstracts (conf > 0.3, weight 0.3)", _rescore(self_proba, data, directions))
     _print_shift_table(rows, directions, args.seed)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from bench_http import (_pct, free_port, read_response, request_bytes, run_phase, start_server, stop_server,
+from bench_http import (free_port, read_response, request_bytes, run_phase, start_server, stop_server,
                         wait_ready)
 from shared_data import unlabeled_abstracts
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.processes import free_port, stop
 from tests.test_serve_http import server, server_env  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.slow

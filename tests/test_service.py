@@ -134,7 +134,6 @@ def test_no_champion_fails_fast_with_a_hint(tmp_path, monkeypatch, trained):
 
 
 def test_service_without_its_model_in_the_store_fails_fast(imported, monkeypatch):
-    from papertrack.serving import store
     from papertrack.serving.service import PaperTrack
 
     monkeypatch.setenv(settings.BENTO_MODEL_ENV, "papertrack:v999-notthere")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import time
-from pathlib import Path
 
 import mlflow
 import numpy as np
