@@ -21,12 +21,11 @@ import signal
 import socket
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from shared_data import unlabeled_abstracts
+from shared_data import papertrack_exe, unlabeled_abstracts
 
 
 def request_bytes(host: str, port: int, path: str, body: dict) -> bytes:
@@ -135,8 +134,7 @@ def free_port() -> int:
 
 
 def start_server(port: int, workers: int, log: Path) -> subprocess.Popen:
-    exe = Path(sys.executable).with_name("papertrack")
-    command = [str(exe), "serve", "--port", str(port), "--workers", str(workers)]
+    command = [papertrack_exe(), "serve", "--port", str(port), "--workers", str(workers)]
     with open(log, "wb") as out:
         return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 

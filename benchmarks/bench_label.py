@@ -18,17 +18,15 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from shared_data import UNLABELED
+from shared_data import UNLABELED, papertrack_exe
 
 
 def run_labeler(dumps: list[Path], out: Path, chunk: int, extra: list[str]) -> dict:
-    exe = Path(sys.executable).with_name("papertrack")
-    command = [str(exe), "label", *map(str, dumps), "-o", str(out), "--no-progress", "--chunk-size", str(chunk),
+    command = [papertrack_exe(), "label", *map(str, dumps), "-o", str(out), "--no-progress", "--chunk-size", str(chunk),
                *extra]
     log_out, log_err = out.with_suffix(".stdout"), out.with_suffix(".stderr")
     started = time.perf_counter()

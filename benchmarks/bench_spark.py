@@ -20,7 +20,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import psutil
 
-from shared_data import UNLABELED
+from shared_data import UNLABELED, papertrack_exe
 
 BATCH_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
 
@@ -52,8 +51,8 @@ def tree_sample(proc: psutil.Process, cpu: dict[int, float], own: dict[int, tupl
 
 
 def run(label_args: list[str], out: Path) -> dict:
-    exe = Path(sys.executable).with_name("papertrack")
-    command = [str(exe), "label", str(UNLABELED_DUMP), "-o", str(out), "--no-progress", *label_args]
+    exe = papertrack_exe()
+    command = [exe, "label", str(UNLABELED_DUMP), "-o", str(out), "--no-progress", *label_args]
     load = os.getloadavg()[0]
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -82,7 +81,7 @@ def run(label_args: list[str], out: Path) -> dict:
         raise SystemExit(f"{' '.join(command)} failed ({proc.returncode}):\n{stdout}\n{stderr[-3000:]}")
     text = " ".join(stdout.split())
     inputs = int(re.search(r"([\d,]+) input records", text).group(1).replace(",", ""))
-    result = {"command": " ".join(command).replace(str(exe), "papertrack"), "inputs": inputs,
+    result = {"command": " ".join(command).replace(exe, "papertrack"), "inputs": inputs,
               "wall_seconds": round(wall, 2), "abstracts_per_s": round(inputs / wall, 1),
               "peak_rss_mb": round(peak / 2**20), "cpu_seconds": round(sum(cpu.values()), 1),
               "load_before": round(load, 2),

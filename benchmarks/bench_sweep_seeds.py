@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -31,26 +30,17 @@ import mlflow
 
 from papertrack import settings, store
 from papertrack.registry import rank_key
+from shared_data import papertrack_exe
 
 CV = ("label_top3", "label_top1", "area_top1")
 SHIFT = ("shift_label_top3", "shift_label_top1", "shift_area_top1", "shift_label_macro_f1")
 HEAD = ("CV top3", "CV top1", "CV area", "shift top3", "shift top1", "shift area", "shift macro-F1")
 
 
-def papertrack_command() -> list[str]:
-    beside = Path(sys.executable).with_name("papertrack")
-    if beside.exists():
-        return [str(beside)]
-    found = shutil.which("papertrack")
-    if not found:
-        sys.exit("papertrack is not installed in this environment (run scripts/setup.sh)")
-    return [found]
-
-
 def train(seed: int, log_dir: Path, extra: list[str]) -> float:
     """``papertrack train --seed S --no-register [extra]`` in its own process; returns wall seconds."""
     log = log_dir / f"train-seed{seed}.log"
-    command = [*papertrack_command(), "train", "--seed", str(seed), "--no-register", *extra]
+    command = [papertrack_exe(), "train", "--seed", str(seed), "--no-register", *extra]
     print(f"# seed {seed}: {' '.join(command)}  (output: {log})", file=sys.stderr, flush=True)
     started = time.perf_counter()
     with open(log, "w", encoding="utf-8") as out:
