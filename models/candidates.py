@@ -48,6 +48,9 @@ class Candidate:
     default: bool = True  # part of the default sweep
     requirements: tuple[str, ...] = ()  # distributions the fitted model needs beyond the core ones
     ensemble: EnsembleSpec | None = None  # set for an ensemble of other candidates
+    # predict cost per abstract measured on the reference machine (2 cores; BENCHMARKS.md): the cost budget
+    # (``papertrack train --budget-ms``) leaves a candidate out of the default sweep by it, before running it
+    expected_ms: float = 1.0
 
     @property
     def is_ensemble(self) -> bool:
@@ -59,34 +62,34 @@ class Candidate:
         return self.ensemble.members if self.ensemble else ()
 
 
-def _logreg(kind: str, C: float, default: bool = True) -> Candidate:
+def _logreg(kind: str, C: float, default: bool = True, expected_ms: float = 0.2) -> Candidate:
     params = {"C": C, "class_weight": "balanced", "max_iter": 300, **feature_params(kind)}
     return Candidate(
         f"tfidf-{kind}-logreg", "logreg", f"tfidf-{kind}", params,
         lambda n, seed: TextClassifier(
             tfidf(kind), LogisticRegression(C=C, class_weight="balanced", max_iter=300, random_state=seed), n),
-        default=default,
+        default=default, expected_ms=expected_ms,
     )
 
 
-def _svm(kind: str, C: float, default: bool = True) -> Candidate:
+def _svm(kind: str, C: float, default: bool = True, expected_ms: float = 0.2) -> Candidate:
     params = {"C": C, "class_weight": "balanced", **CALIBRATION, **feature_params(kind)}
     return Candidate(
         f"tfidf-{kind}-svm", "svm", f"tfidf-{kind}", params,
         lambda n, seed: TextClassifier(tfidf(kind), TemperatureScaled(
             LinearSVC(C=C, class_weight="balanced", random_state=seed), random_state=seed), n),
-        default=default,
+        default=default, expected_ms=expected_ms,
     )
 
 
-def _cnb(kind: str, alpha: float) -> Candidate:
+def _cnb(kind: str, alpha: float, expected_ms: float = 0.2) -> Candidate:
     params = {"alpha": alpha, **CALIBRATION, **feature_params(kind)}
     return Candidate(f"tfidf-{kind}-cnb", "cnb", f"tfidf-{kind}", params,
                      lambda n, seed: TextClassifier(tfidf(kind), TemperatureScaled(
-                         ComplementNB(alpha=alpha), random_state=seed), n))
+                         ComplementNB(alpha=alpha), random_state=seed), n), expected_ms=expected_ms)
 
 
-def _lightgbm(kind: str, components: int, default: bool = True) -> Candidate:
+def _lightgbm(kind: str, components: int, default: bool = True, expected_ms: float = 0.4) -> Candidate:
     # 85 classes means 85 trees per boosting round: few shallow rounds keep a 5-fold CV near a minute
     lgbm = dict(n_estimators=60, learning_rate=0.15, num_leaves=7, max_bin=63, min_child_samples=3,
                 subsample=0.8, subsample_freq=1, colsample_bytree=0.5, class_weight="balanced",
@@ -100,7 +103,7 @@ def _lightgbm(kind: str, components: int, default: bool = True) -> Candidate:
         return TextClassifier(features, LGBMClassifier(random_state=seed, **lgbm), n)
 
     return Candidate(f"tfidf-{kind}-svd{components}-lightgbm", "lightgbm", f"tfidf-{kind}+svd", params, build,
-                     default=default, requirements=LIGHTGBM_REQUIREMENTS)
+                     default=default, requirements=LIGHTGBM_REQUIREMENTS, expected_ms=expected_ms)
 
 
 class ConstantFeatures(TransformerMixin, BaseEstimator):
@@ -119,11 +122,12 @@ def majority_candidate() -> Candidate:
 
     return Candidate("majority-baseline", "baseline", "none", {"strategy": "prior"},
                      lambda n, seed: TextClassifier(ConstantFeatures(), DummyClassifier(strategy="prior"), n),
-                     default=False)
+                     default=False, expected_ms=0.01)
 
 
 def tfidf_candidates() -> list[Candidate]:
-    """The TF-IDF families, in sweep order."""
+    """The TF-IDF families, in sweep order (``expected_ms``: predict cost per abstract measured in
+    BENCHMARKS.md, well inside any budget)."""
     return [
         _logreg("word", 10.0),
         _logreg("union", 10.0, default=False),  # ~4x slower than word features for +0.01 top-3

@@ -80,7 +80,7 @@ def _emb_logreg(backend: str, C: float) -> Candidate:
         lambda n, seed: TextClassifier(
             EmbeddingFeatures(backend),
             LogisticRegression(C=C, class_weight="balanced", max_iter=1000, random_state=seed), n),
-        requirements=EMBEDDING_REQUIREMENTS,
+        requirements=EMBEDDING_REQUIREMENTS, expected_ms=BACKENDS[backend].ms_per_abstract,
     )
 
 
@@ -90,7 +90,7 @@ def _emb_knn(backend: str, k: int, temperature: float, smoothing: float) -> Cand
     return Candidate(
         f"emb-{backend}-knn", "knn", f"embedding-{backend}", params,
         lambda n, seed: TextClassifier(EmbeddingFeatures(backend), SoftKNN(k, temperature, smoothing), n),
-        requirements=EMBEDDING_REQUIREMENTS,
+        requirements=EMBEDDING_REQUIREMENTS, expected_ms=BACKENDS[backend].ms_per_abstract,
     )
 
 
@@ -109,7 +109,8 @@ def _emb_lightgbm(backend: str, components: int) -> Candidate:
         return TextClassifier(features, LGBMClassifier(random_state=seed, **lgbm), n)
 
     return Candidate(f"emb-{backend}-pca{components}-lightgbm", "lightgbm", f"embedding-{backend}+pca", params,
-                     build, requirements=(*LIGHTGBM_REQUIREMENTS, *EMBEDDING_REQUIREMENTS))
+                     build, requirements=(*LIGHTGBM_REQUIREMENTS, *EMBEDDING_REQUIREMENTS),
+                     expected_ms=BACKENDS[backend].ms_per_abstract)
 
 
 def embedding_candidates() -> list[Candidate]:

@@ -194,7 +194,19 @@ def ensemble_of(name: str, members: Sequence[Candidate], *, rule: str = "mean", 
               "evaluation": "nested: weights chosen without each outer fold", **({"description": description}
                                                                                  if description else {})}
     return Candidate(name, "ensemble", features, params, partial(_build, members, rule), default=default,
-                     requirements=requirements, ensemble=EnsembleSpec(names, rule, steps, objective))
+                     requirements=requirements, ensemble=EnsembleSpec(names, rule, steps, objective),
+                     expected_ms=_expected_ms(members))
+
+
+def _expected_ms(members: Sequence[Candidate]) -> float:
+    """Members' costs, an embedding backend counted once (members sharing it embed each abstract once)."""
+    from papertrack.features.embeddings import BACKENDS
+
+    embedding = {b.name: b.ms_per_abstract for m in members for b in BACKENDS.values()
+                 if m.features.startswith(f"embedding-{b.name}")}
+    own = sum(m.expected_ms - next((ms for name, ms in embedding.items()
+                                    if m.features.startswith(f"embedding-{name}")), 0.0) for m in members)
+    return own + sum(embedding.values())
 
 
 def _build(members: tuple[Candidate, ...], rule: str, n_labels: int, seed: int,

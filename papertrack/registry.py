@@ -1,9 +1,9 @@
 """The model registry (read by serving, written by training) and its promotion gate.
 
 A new winner becomes ``champion`` only when it beats the current champion's primary metric
-measured on the same data digest: label top-3 on the shift holdout (``shift_label_top3``, leave
-one source out; macro-F1 on it breaking ties), or the cross-validated label top-3 when the data
-has one source. Otherwise it is registered as ``challenger`` and the reason is given. When the
+measured on the same data digest: label top-3 on the temporal holdout (``temporal_label_top3``: trained
+on the earlier years, tested on the latest; macro-F1 on it breaking ties); with one year, on the shift
+holdout (``shift_label_top3``, leave one source out); with one source, the cross-validated label top-3. Otherwise it is registered as ``challenger`` and the reason is given. When the
 data digest differs from the champion's, the new winner is promoted and the change of data is
 recorded on the new version. Training passes its cost rule as a ``challenge`` that decides first when
 one of the two costs much more than the other (``papertrack.training.promotion``).
@@ -22,10 +22,16 @@ from mlflow.exceptions import MlflowException
 from papertrack.settings import CHALLENGER, CHAMPION, MODEL_NAME
 from papertrack.store import client
 
-PRIMARY_METRIC = "shift_label_top3"  # label top-3 on the shift holdout (leave one source out)
+TEMPORAL_PRIMARY_METRIC = "temporal_label_top3"  # label top-3 on the latest year, trained on the earlier ones
+TEMPORAL_TIEBREAK_METRIC = "temporal_label_macro_f1"
+PRIMARY_METRIC = "shift_label_top3"  # label top-3 on the shift holdout (leave one source out): one year only
 TIEBREAK_METRIC = "shift_label_macro_f1"
 CV_PRIMARY_METRIC = "label_top3"  # the primary metric when the data has one source (no shift holdout)
 CV_TIEBREAK_METRIC = "label_macro_f1"
+# (primary, tie-breaker) in order of preference: the first pair every compared metrics dict has is used
+RANKINGS = ((TEMPORAL_PRIMARY_METRIC, TEMPORAL_TIEBREAK_METRIC), (PRIMARY_METRIC, TIEBREAK_METRIC),
+            (CV_PRIMARY_METRIC, CV_TIEBREAK_METRIC))
+TIEBREAK_OF = dict(RANKINGS)
 # model-version tags that describe the version; every other tag with a numeric value is a metric
 INFO_TAGS = ("data_digest", "candidate", "run_id", "gate", "data_change")
 DECISION_TAG_PREFIX = "champion_rule"  # the champion rule's decision and its numbers (not metrics)
@@ -42,15 +48,16 @@ class Decision:
 
 
 def ranking_metrics(metrics: dict[str, float], *others: dict[str, float]) -> tuple[str, str]:
-    """(primary, tie-breaker) metric names: the shift holdout's when every metrics dict has them,
-    else the cross-validated ones."""
-    if all(PRIMARY_METRIC in m and TIEBREAK_METRIC in m for m in (metrics, *others)):
-        return PRIMARY_METRIC, TIEBREAK_METRIC
+    """(primary, tie-breaker) metric names: the temporal holdout's when every metrics dict has them, else
+    the shift holdout's, else the cross-validated ones."""
+    for primary, tiebreak in RANKINGS[:-1]:
+        if all(primary in m and tiebreak in m for m in (metrics, *others)):
+            return primary, tiebreak
     return CV_PRIMARY_METRIC, CV_TIEBREAK_METRIC
 
 
 def rank_key(metrics: dict[str, float]) -> tuple[float, float]:
-    """Higher is better: the primary metric, then the tie-breaker (shift holdout, else CV)."""
+    """Higher is better: the primary metric, then the tie-breaker (temporal holdout, else shift, else CV)."""
     primary, tiebreak = ranking_metrics(metrics)
     return (round(metrics[primary], 6), round(metrics[tiebreak], 6))
 

@@ -62,13 +62,33 @@ def subset_path(data_dir, tmp_path_factory) -> Path:
     return two_year_subset(data_dir, tmp_path_factory.mktemp("data") / "subset.jsonl", 6)
 
 
+def labeled_sources_subset(data_dir: Path, target: Path, per_label: int) -> Path:
+    """The two-year subset plus at most ``per_label`` records of every label of the latest year (ICLR 2025),
+    in one file: three sources, two years, like the default data (so a temporal holdout is made)."""
+    two_year_subset(data_dir, target, per_label)
+    latest = stratified_subset(data_dir / "iclr2025_dev_topics.jsonl", target.with_suffix(".iclr2025.jsonl"),
+                               per_label)
+    with open(target, "a", encoding="utf-8") as out:
+        out.write(latest.read_text(encoding="utf-8"))
+    return target
+
+
 @pytest.fixture(scope="session")
-def trained(subset_path, tmp_path_factory):
-    """A sweep of the fast candidates on the subset, registered as papertrack@champion in a temporary
-    PAPERTRACK_HOME. The environment keeps pointing at that store for the rest of the session."""
+def labeled_subset(data_dir, tmp_path_factory) -> Path:
+    """A small three-source training file (ICLR 2024, ICML 2024, ICLR 2025; 6 records per label and source)."""
+    if not (data_dir / "iclr2025_dev_topics.jsonl").exists():
+        pytest.skip(f"iclr2025_dev_topics.jsonl not found in {data_dir} (set PAPERTRACK_DATA_DIR)")
+    return labeled_sources_subset(data_dir, tmp_path_factory.mktemp("data3") / "subset3.jsonl", 6)
+
+
+@pytest.fixture(scope="session")
+def trained(labeled_subset, tmp_path_factory):
+    """A sweep of the fast candidates on the three-source subset (two years, so chosen on the temporal
+    holdout, like the default data), registered as papertrack@champion in a temporary PAPERTRACK_HOME. The
+    environment keeps pointing at that store for the rest of the session."""
     from papertrack.training.sweep import run_sweep
 
     home = tmp_path_factory.mktemp("papertrack-home")
     os.environ["PAPERTRACK_HOME"] = str(home)
-    result = run_sweep([subset_path], candidate_names=FAST_CANDIDATES, folds=3, seed=7)
-    return {"home": home, "result": result, "model_uri": "models:/papertrack@champion", "data": subset_path}
+    result = run_sweep([labeled_subset], candidate_names=FAST_CANDIDATES, folds=3, seed=7)
+    return {"home": home, "result": result, "model_uri": "models:/papertrack@champion", "data": labeled_subset}

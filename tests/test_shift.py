@@ -99,8 +99,8 @@ def test_one_source_falls_back_to_cross_validation_and_says_so(subset_path, tmp_
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
     console = Console(record=True, width=200)
     result = run_sweep([one], candidate_names=["tfidf-word-cnb"], folds=2, seed=1, register=False, console=console)
-    assert "one source (ICLR 2024): no shift holdout; the champion is chosen by 2-fold cross-validation" in \
-        console.export_text()
+    assert "no temporal holdout: one year (2024); no shift holdout (one source): the champion is chosen by 2-fold " \
+           "cross-validation" in console.export_text()
     assert not any(k.startswith("shift_") for k in result.winner.metrics)
     assert result.choice.metric == "label_top3"
     np.testing.assert_array_equal(result.winner.selection_proba, result.winner.cv.oof_proba)
@@ -178,14 +178,15 @@ def test_paired_bootstrap_interval_covers_the_mean_difference():
     assert same == (0.0, 0.0, 0.0)
 
 
-def test_default_data_is_both_labeled_years_and_a_missing_one_is_a_clear_error(tmp_path, monkeypatch):
+def test_default_data_is_the_three_labeled_sources_and_a_missing_one_is_a_clear_error(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from papertrack.cli import app
 
     for name in DEFAULT_FILES:
         (tmp_path / name).write_text("{}\n")
-    assert default_data_paths(tmp_path) == [tmp_path / "iclr2024_topics.jsonl", tmp_path / "icml2024_topics.jsonl"]
+    assert default_data_paths(tmp_path) == [tmp_path / "iclr2024_topics.jsonl", tmp_path / "icml2024_topics.jsonl",
+                                            tmp_path / "iclr2025_dev_topics.jsonl"]
     (tmp_path / "icml2024_topics.jsonl").unlink()
     with pytest.raises(UsageError, match="icml2024_topics.jsonl is missing.*--data .*iclr2024_topics.jsonl"):
         default_data_paths(tmp_path)

@@ -1,7 +1,9 @@
 """What the prediction artifact carries beyond its classifier, attached when the winner is refit:
 
 * the confidence calibration (:mod:`papertrack.models.confidence`) from the held-out probabilities the
-  winner was selected on (the shift holdout when the data has several sources, else out-of-fold), logged
+  winner was selected on (the temporal holdout when the data spans several years — the latest year's rows,
+  as predicted by the model trained on the earlier ones —, else the shift holdout with several sources,
+  else out-of-fold), logged
   to the winner's MLflow run: its metrics (nominal and empirical coverage of the prediction sets,
   mean set size, the confident threshold, its share and precision), ``confidence/calibration.json`` and the
   figure ``plots/risk_coverage.png``;
@@ -24,17 +26,17 @@ COVERAGE_TOLERANCE = 0.02  # the empirical coverage should be within this of the
 
 
 def attach(predictor, held_out_proba: np.ndarray, held_out_y: np.ndarray, data: TrainingSet,
-           shift_holdout: bool = False, console: Console | None = None) -> None:
-    """Calibrate ``predictor`` on ``held_out_proba`` (true labels ``held_out_y``; from the shift holdout or
-    out-of-fold), give it the neighbour index of ``data``, and log the calibration to the active MLflow run."""
+           source: str = "out-of-fold", console: Console | None = None) -> None:
+    """Calibrate ``predictor`` on ``held_out_proba`` (true labels ``held_out_y``; ``source`` names them:
+    "temporal holdout", "shift holdout" or "out-of-fold"), give it the neighbour index of ``data``, and log
+    the calibration to the active MLflow run."""
     import mlflow
 
-    source = "shift holdout" if shift_holdout else "out-of-fold"
     confidence = calibrate(held_out_proba, held_out_y, source=source)
     predictor.confidence = confidence
     records = data.records
     predictor.neighbors = NeighborIndex.build([r.abstract for r in records], [r.id for r in records],
-                                              [r.title for r in records], [r.label for r in records])
+                                              [r.title for r in records], data.labels)
     mlflow.log_metrics(confidence.metrics())
     mlflow.log_dict(confidence.to_dict(), "confidence/calibration.json")
     fig = risk_coverage_figure(held_out_proba, held_out_y, confidence)

@@ -20,8 +20,8 @@ console = Console(width=None if sys.stdout.isatty() else 160)
 def train(
     data: Annotated[Optional[list[Path]], typer.Option(
         "--data", "-d", help="Labeled file(s): JSONL/JSON/CSV(.gz) or a text dump. "
-        "Default: both labeled years, $PAPERTRACK_DATA_DIR/iclr2024_topics.jsonl and icml2024_topics.jsonl "
-        "(../shared/data).")] = None,
+        "Default: the three labeled sources in $PAPERTRACK_DATA_DIR (../shared/data): iclr2024_topics.jsonl, "
+        "icml2024_topics.jsonl and iclr2025_dev_topics.jsonl.")] = None,
     fmt: Annotated[Optional[str], typer.Option("--format", help=f"Force the input format: {', '.join(FORMATS)}.")] = None,
     candidates: Annotated[Optional[list[str]], typer.Option(
         "--candidate", "-c", help="Only these candidates (repeatable). Default: the whole sweep.")] = None,
@@ -32,39 +32,62 @@ def train(
     accept_suggested: Annotated[bool, typer.Option(
         "--accept-suggested", help="Also train on labels still left as `papertrack suggest` guessed them "
         "(skipped by default: never train on the model's own guesses silently).")] = False,
+    budget_ms: Annotated[float, typer.Option(
+        "--budget-ms", min=0.0, help="Predict cost per abstract (ms) the default sweep stays within: costlier "
+        "candidates are left out (listed), and one measured over it cannot win. Named candidates (-c) run "
+        "whatever they cost.")] = 5.0,
+    rename: Annotated[Optional[list[str]], typer.Option(
+        "--rename", help="OLD=NEW: train OLD's examples as the track NEW (repeatable; added to the built-in "
+        "map of renamed tracks, e.g. 2024's 'Applications · Genetics, Cell Biology, etc').")] = None,
 ) -> None:
-    """Cross-validate every candidate (one MLflow run each), refit the best, register it."""
+    """Evaluate every candidate (one MLflow run each) on next year's papers, refit the best, register it."""
     from papertrack.training.data import default_data_paths
     from papertrack.training.sweep import run_sweep
 
     paths = data or default_data_paths(settings.current().data_dir)
     result = run_sweep(paths, fmt=fmt, candidate_names=candidates, folds=folds, seed=seed,
-                       use_title=use_title, register=register, console=console, accept_suggested=accept_suggested)
+                       use_title=use_title, register=register, console=console, accept_suggested=accept_suggested,
+                       budget_ms=budget_ms, renames=rename or ())
     _print_results(result)
 
 
 SHIFT_COLUMNS = {"shift top3": "shift_label_top3", "shift top1": "shift_label_top1",
                  "shift area": "shift_area_top1"}
+TEMPORAL_COLUMNS = {"next-year top3": "temporal_label_top3", "top1": "temporal_label_top1",
+                    "area top1": "temporal_area_top1", "macro-F1": "temporal_label_macro_f1"}
 
 
 def _print_results(result) -> None:
     shift = "shift_label_top3" in result.baseline
-    title = "Cross-validated" + (" and shift-holdout" if shift else "") + f" results (data {result.data_digest})"
+    later = "temporal_label_top3" in result.baseline
+    title = f"Results (data {result.data_digest}; the champion is chosen on the {result.yardstick or 'CV'})"
     table = Table(title=title)
-    for column in ("candidate", "family", "top3", "top1", "macro-F1", "area top1", "area F1", "log-loss", "ECE",
-                   *(SHIFT_COLUMNS if shift else ()), "fit s", "ms/abstract"):
-        table.add_column(column, justify="left" if column in ("candidate", "family") else "right",
-                         no_wrap=column == "candidate")
+    table.add_column("candidate", no_wrap=True)
+    columns = {**(TEMPORAL_COLUMNS if later else {}), "CV top3": "label_top3", "CV area": "area_top1",
+               **({"shift top3": "shift_label_top3"} if shift else {}), "log-loss": "log_loss", "ECE": "ece"}
+    for column in (*columns, "fit s", "ms/abstract"):
+        table.add_column(column, justify="right")
+
+    def cells(m: dict[str, float]) -> list[str]:
+        return [f"{m[k]:.3f}" for k in columns.values()]
+
     for r in result.leaderboard():
         m = r.metrics
-        table.add_row(r.candidate.name, r.candidate.family, *_quality_cells(m), *_shift_cells(m, shift),
-                      f"{m['fit_seconds']:.1f}", f"{m['predict_ms_per_abstract']:.3f}")
-    table.add_row("majority baseline", "-", *_quality_cells(result.baseline), *_shift_cells(result.baseline, shift),
-                  "-", "-", style="dim")
+        table.add_row(r.candidate.name, *cells(m), f"{m['fit_seconds']:.1f}", f"{m['predict_ms_per_abstract']:.2f}",
+                      style="dim" if r.candidate.name in result.ineligible else None)
+    table.add_row("majority baseline", *cells(result.baseline), "-", "-", style="dim")
     console.print(table)
+    notes = []
+    if later:
+        notes.append("next-year: trained on the earlier years, tested on the latest (what users live with)")
+    notes.append("CV: 5-fold cross-validation on all sources (every metric of every candidate: papertrack runs, "
+                 "MLflow)")
     if shift:
-        console.print("top3 … ECE: 5-fold cross-validation on all sources; shift: trained on the other "
-                      "source(s), tested on the held-out one (mean over directions)")
+        notes.append("shift: cross-venue, trained on the other source(s), tested on the held-out one")
+    console.print("; ".join(notes))
+    if result.over_budget:
+        console.print(f"Left out by the {result.budget_ms:g} ms/abstract budget: {', '.join(result.over_budget)} "
+                      f"(--budget-ms or -c NAME to run them)")
     if result.choice:
         console.print(f"Champion rule: [bold]{result.choice.winner}[/] — {result.choice.reason}")
     if result.decision:
@@ -72,16 +95,6 @@ def _print_results(result) -> None:
         colour = "green" if d.alias == settings.CHAMPION else "yellow"
         console.print(f"Registered [bold]{settings.MODEL_NAME}[/] version {d.version} as [{colour}]{d.alias}[/]: {d.reason}")
     console.print(f"Sweep wall time: {result.wall_seconds:.1f} s; parent run {result.parent_run_id}")
-
-
-def _shift_cells(m: dict[str, float], shift: bool) -> list[str]:
-    return [f"{m[k]:.3f}" for k in SHIFT_COLUMNS.values()] if shift else []
-
-
-def _quality_cells(m: dict[str, float]) -> list[str]:
-    """top3, top1, macro-F1, area top1, area F1, log-loss, ECE."""
-    return [f"{m[k]:.3f}" for k in ("label_top3", "label_top1", "label_macro_f1", "area_top1", "area_macro_f1",
-                                    "log_loss", "ece")]
 
 
 def runs(
@@ -99,8 +112,10 @@ def runs(
         raise typer.Exit(1)
     table = Table(title=f"papertrack runs — {uri}")
     shift = board["shift_label_top3"].notna().any()
-    for column in ("run", "candidate", "family", "top3", "top1", "macro-F1", "area top1", "log-loss", "ECE",
-                   *(SHIFT_COLUMNS if shift else ()), "ms/abstract", "fit s"):
+    later = board["temporal_label_top3"].notna().any()
+    for column in ("run", "candidate", "family", *(TEMPORAL_COLUMNS if later else ()), "CV top3", "CV top1",
+                   "CV macro-F1", "CV area top1", "log-loss", "ECE", *(SHIFT_COLUMNS if shift else ()),
+                   "ms/abstract", "fit s"):
         table.add_column(column)
 
     def cell(value, spec: str = ".3f") -> str:
@@ -108,13 +123,16 @@ def runs(
 
     for row in board.to_dict("records"):
         table.add_row(row["run_id"][:8], row["candidate"], row["family"],
+                      *((cell(row[k]) for k in TEMPORAL_COLUMNS.values()) if later else ()),
                       *(cell(row[k]) for k in ("label_top3", "label_top1", "label_macro_f1", "area_top1", "log_loss",
                                                "ece")),
                       *((cell(row[k]) for k in SHIFT_COLUMNS.values()) if shift else ()),
                       cell(row["predict_ms_per_abstract"]), cell(row["fit_seconds"], ".1f"))
     console.print(table)
-    console.print("top3 … ECE: cross-validated on all sources; shift: trained on the other source(s), tested "
-                  "on the held-out one. Best first by " + ("shift top3" if shift else "CV top3") + ".")
+    console.print(("next-year: trained on the earlier years, tested on the latest; " if later else "")
+                  + "CV: cross-validated on all sources; shift: trained on the other source(s), tested on the "
+                  "held-out one. ms/abstract: predict cost. Best first by "
+                  + ("next-year top3" if later else "shift top3" if shift else "CV top3") + ".")
     if uri.startswith(("http://", "https://")):
         console.print(f"Compare visually: open {uri} (the tracking server's UI)")
     else:

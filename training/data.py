@@ -1,9 +1,11 @@
 """Turning loaded records into training arrays, the digest that identifies a training set, the
-default training data (both labeled years) and the sources a shift holdout keeps apart."""
+default training data (three sources, two years), the year of each source, the temporal holdout (train on
+the earlier years, test on the latest) and the sources a cross-venue shift holdout keeps apart."""
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,19 +17,22 @@ from papertrack.errors import UsageError
 from papertrack.features.ingest import Record, abstract_key
 from papertrack.features.text import model_text
 from papertrack.models.hierarchy import LabelSpace
+from papertrack.training.renames import RenameMap
 
-# the labeled years papertrack trains on by default, in $PAPERTRACK_DATA_DIR
-DEFAULT_FILES = ("iclr2024_topics.jsonl", "icml2024_topics.jsonl")
+# the labeled sources papertrack trains on by default, in $PAPERTRACK_DATA_DIR: two venues of 2024 and the
+# latest year (ICLR 2025), which the temporal holdout tests on
+DEFAULT_FILES = ("iclr2024_topics.jsonl", "icml2024_topics.jsonl", "iclr2025_dev_topics.jsonl")
+_YEAR_IN_NAME = re.compile(r"(?<!\d)((?:19|20)\d\d)(?!\d)")
 
 
 def default_data_paths(data_dir: Path) -> list[Path]:
-    """Both labeled years; a missing file is a UsageError that says what to do."""
+    """The three labeled sources; a missing file is a UsageError that says what to do."""
     paths = [Path(data_dir) / name for name in DEFAULT_FILES]
     missing = [p for p in paths if not p.exists()]
     if missing:
         found = [p.name for p in paths if p.exists()]
         raise UsageError(
-            f"the default training data is both labeled years ({', '.join(DEFAULT_FILES)}) in {data_dir}, but "
+            f"the default training data is the labeled sources ({', '.join(DEFAULT_FILES)}) in {data_dir}, but "
             f"{', '.join(str(p) for p in missing)} is missing. Set PAPERTRACK_DATA_DIR to the folder holding both, "
             + (f"or train on what you have: papertrack train --data {paths[0] if found else 'FILE'}"
                if found else "or pass --data FILE"))
@@ -39,6 +44,16 @@ def source_of(record: Record) -> str:
     return record.origin or Path(record.source).name
 
 
+def year_of(record: Record) -> int | None:
+    """The year a record comes from: its ``year`` field (carried in ``origin``, "ICLR 2024"), else a year in
+    its file's name (``iclr2025_dev_topics.jsonl``), else None."""
+    for text in (record.origin or "", Path(record.source).name):
+        found = _YEAR_IN_NAME.findall(text)
+        if found:
+            return int(found[-1])
+    return None
+
+
 @dataclass
 class TrainingSet:
     records: list[Record]
@@ -47,16 +62,24 @@ class TrainingSet:
     texts: list[str]
     digest: str
     sources: np.ndarray  # per record: source_of(record)
+    years: np.ndarray  # per record: year_of(record), -1 when unknown
+    labels: list[str]  # per record: the label trained on (after renames; ``records`` keep the label as read)
 
     @classmethod
-    def from_records(cls, records: list[Record], use_title: bool = False) -> "TrainingSet":
-        labels = [r.label for r in records]
-        if any(label is None for label in labels):
+    def from_records(cls, records: list[Record], use_title: bool = False,
+                     renames: RenameMap | None = None) -> "TrainingSet":
+        """``renames`` (old label -> new label) is applied to every record: older examples of a renamed
+        track teach its new name, and the model answers in the latest taxonomy."""
+        if any(r.label is None for r in records):
             raise UsageError("every training record needs a label")
+        renames = renames or RenameMap()
+        labels = [renames.apply(r.label) for r in records]
         space = LabelSpace.from_labels(labels)
         texts = [model_text(r.abstract, r.title, use_title) for r in records]
         sources = np.array([source_of(r) for r in records], dtype=object)
-        return cls(records, space, space.encode(labels), texts, data_digest(records), sources)
+        years = np.array([year_of(r) or -1 for r in records], dtype=np.int64)
+        return cls(records, space, space.encode(labels), texts, data_digest(records, labels), sources, years,
+                   labels)
 
     @property
     def source_names(self) -> list[str]:
@@ -66,7 +89,8 @@ class TrainingSet:
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame({"id": [r.id for r in self.records], "title": [r.title for r in self.records],
                              "abstract": [r.abstract for r in self.records],
-                             "label": [r.label for r in self.records], "source": self.sources.tolist()})
+                             "label": self.labels, "source": self.sources.tolist(),
+                             "year": self.years.tolist()})
 
     def label_distribution(self) -> pd.DataFrame:
         """Records per label and source (one column per source, then the total), largest first."""
@@ -87,11 +111,12 @@ class Direction:
     heldout: str
     train: np.ndarray  # row indices
     test: np.ndarray
+    title: str = ""  # the name, when not made from the sources (the temporal holdout: "2024-to-2025")
 
     @property
     def name(self) -> str:
         """e.g. ``iclr2024-to-icml2024`` (used in metric names)."""
-        return f"{'+'.join(_slug(s) for s in self.trained_on)}-to-{_slug(self.heldout)}"
+        return self.title or f"{'+'.join(_slug(s) for s in self.trained_on)}-to-{_slug(self.heldout)}"
 
 
 def _slug(source: str) -> str:
@@ -99,17 +124,64 @@ def _slug(source: str) -> str:
     return "".join(ch for ch in base.lower() if ch.isalnum() or ch in "_-").replace("_topics", "") or "source"
 
 
-def shift_directions(sources: np.ndarray) -> list[Direction]:
-    """Leave-one-source-out: one direction per source ([] with fewer than two sources)."""
-    names = list(dict.fromkeys(np.asarray(sources).tolist()))
+def shift_directions(sources: np.ndarray, rows: np.ndarray | None = None) -> list[Direction]:
+    """Leave-one-source-out among ``rows`` (default: all): one direction per source ([] with fewer than
+    two sources)."""
+    sources = np.asarray(sources)
+    rows = np.arange(len(sources)) if rows is None else np.asarray(rows)
+    names = list(dict.fromkeys(sources[rows].tolist()))
     if len(names) < 2:
         return []
-    rows = np.arange(len(sources))
-    return [Direction(tuple(n for n in names if n != held), held, rows[sources != held], rows[sources == held])
-            for held in names]
+    return [Direction(tuple(n for n in names if n != held), held, rows[sources[rows] != held],
+                      rows[sources[rows] == held]) for held in names]
 
 
-def data_digest(records: list[Record]) -> str:
-    """A short digest of (abstract, label) pairs, independent of record order and of ids."""
-    lines = sorted(f"{abstract_key(r.abstract)}\t{r.label}" for r in records)
+def temporal_direction(data: "TrainingSet") -> tuple[Direction | None, str]:
+    """The temporal holdout: train on every source of the earlier years, test on the latest year's
+    source(s). (None, why not) when the data has one year, or a source without a year."""
+    unknown = sorted({s for s, y in zip(data.sources.tolist(), data.years.tolist()) if y < 0})
+    if unknown:
+        return None, (f"no year for {', '.join(unknown)} (give records a 'year' field or put the year in the "
+                      f"file name)")
+    years = sorted(set(data.years.tolist()))
+    if len(years) < 2:
+        return None, f"one year ({years[0]})" if years else "no records"
+    latest = years[-1]
+    rows = np.arange(len(data.y))
+    train, test = rows[data.years < latest], rows[data.years == latest]
+    trained_on = tuple(dict.fromkeys(data.sources[train].tolist()))
+    heldout = " + ".join(dict.fromkeys(data.sources[test].tolist()))
+    first = years[0]
+    title = f"{first}-{years[-2]}-to-{latest}" if years[-2] != first else f"{first}-to-{latest}"
+    return Direction(trained_on, heldout, train, test, title), ""
+
+
+def labels_by_year(data: "TrainingSet") -> pd.DataFrame:
+    """Records per label and year (after renames), one column per year: what the train-time report of
+    labels present in one year only is made from."""
+    years = sorted(set(data.years.tolist()))
+    table = pd.DataFrame({"label": list(data.space.labels)})
+    for year in years:
+        table[str(year) if year >= 0 else "unknown"] = np.bincount(data.y[data.years == year],
+                                                                   minlength=data.space.n_labels)
+    return table
+
+
+def one_year_only(data: "TrainingSet") -> dict[str, list[str]]:
+    """Year -> the labels that have examples in that year only (with several years; else {})."""
+    table = labels_by_year(data)
+    year_columns = list(table.columns[1:])
+    if len(year_columns) < 2:
+        return {}
+    present = table[year_columns] > 0
+    only = present.sum(axis=1) == 1
+    return {year: table.loc[only & present[year], "label"].tolist() for year in year_columns
+            if (only & present[year]).any()}
+
+
+def data_digest(records: list[Record], labels: list[str] | None = None) -> str:
+    """A short digest of (abstract, label) pairs, independent of record order and of ids (``labels``: the
+    labels trained on, after renames; default the records' own)."""
+    labels = labels if labels is not None else [r.label for r in records]
+    lines = sorted(f"{abstract_key(r.abstract)}\t{label}" for r, label in zip(records, labels))
     return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()[:16]

@@ -4,14 +4,15 @@
 fold) and evaluates every ensemble on its members' out-of-fold probabilities (weights chosen with
 nested cross-validation, see :mod:`papertrack.training.ensemble`).
 
-With shift ``directions`` (leave one source out, :func:`papertrack.training.data.shift_directions`)
-every candidate is also fitted on the training side of each direction and scored on the held-out
-source. Everything fitted there sees the training side only: a fresh model per direction (TF-IDF
+With a ``temporal`` direction (:func:`papertrack.training.data.temporal_direction`: train on the
+earlier years, test on the latest) and with shift ``directions`` (leave one source out,
+:func:`papertrack.training.data.shift_directions`) every candidate is also fitted on the training side
+of each direction and scored on its held-out rows. Everything fitted there sees the training side only: a fresh model per direction (TF-IDF
 vocabulary and IDF, scalers, classifier); an ensemble's weights are chosen on its members'
 out-of-fold probabilities from an inner cross-validation *of the training side*. No candidate
-reads unlabeled text. ``selection_proba`` (the shift holdout's probabilities, each row from the
-direction that held it out; the out-of-fold ones with a single source) is what the champion rule
-and calibration work from.
+reads unlabeled text. ``selection_proba`` (the temporal holdout's probabilities on the latest year's
+rows; without one, the shift holdout's, each row from the direction that held it out; the out-of-fold
+ones with a single source) is what the champion rule and calibration work from.
 
 It logs nothing and prints nothing: an optional :class:`Listener` hears about progress and finished
 candidates (the sweep logs each one to MLflow and prints a line; the benchmarks pass none).
@@ -34,7 +35,7 @@ from papertrack.training.metrics import evaluate
 
 Split = Sequence[tuple[np.ndarray, np.ndarray]]
 INSAMPLE_METRICS = ("label_top3", "label_top1", "label_macro_f1", "area_top1")  # of an ensemble's refit weights
-SHIFT_METRICS = ("label_top3", "label_top1", "area_top1", "label_macro_f1")  # logged as shift_<name>
+SHIFT_METRICS = ("label_top3", "label_top1", "area_top1", "label_macro_f1")  # logged as shift_/temporal_<name>
 INNER_FOLDS = 3  # inner cross-validation of a direction's training side (ensemble members only)
 COST_SAMPLE = 64  # abstracts encoded to measure what embedding a new abstract costs
 
@@ -46,6 +47,11 @@ class ShiftResult:
     fit_seconds: float
     inner_oof: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # direction -> training-side OOF
     weights: dict[str, list[float]] = field(default_factory=dict)  # an ensemble's weights per direction
+    rows: np.ndarray | None = field(default=None, repr=False)  # the rows held out (None: every row)
+
+    def held_out(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(probabilities, true labels) of the held-out rows."""
+        return (self.proba, y) if self.rows is None else (self.proba[self.rows], y[self.rows])
 
 
 @dataclass
@@ -56,14 +62,30 @@ class CandidateResult:
     extra_params: dict[str, str] = field(default_factory=dict)  # e.g. an ensemble's chosen weights
     member_weights: dict[str, float] = field(default_factory=dict)  # an ensemble's refit weights, by member
     shift: ShiftResult | None = field(default=None, repr=False)
-    selection_y: np.ndarray | None = field(default=None, repr=False)  # true label of each row
+    y: np.ndarray | None = field(default=None, repr=False)  # true label of every training row
     run_id: str = ""  # set by the sweep once the result is logged to MLflow
+    temporal: ShiftResult | None = field(default=None, repr=False)
+
+    @property
+    def selection(self) -> str:
+        """Which held-out rows the champion is chosen on: "temporal holdout", "shift holdout" or "out-of-fold"."""
+        if self.temporal is not None:
+            return "temporal holdout"
+        return "shift holdout" if self.shift is not None else "out-of-fold"
 
     @property
     def selection_proba(self) -> np.ndarray:
         """The held-out probabilities the champion was chosen on (rows aligned with ``selection_y``):
-        the shift holdout's when there is one, else the cross-validated out-of-fold ones."""
+        the temporal holdout's (latest year's rows) when there is one, else the shift holdout's, else the
+        cross-validated out-of-fold ones."""
+        if self.temporal is not None:
+            return self.temporal.held_out(self.y)[0]
         return self.shift.proba if self.shift is not None else self.cv.oof_proba
+
+    @property
+    def selection_y(self) -> np.ndarray:
+        """The true labels of the ``selection_proba`` rows."""
+        return self.temporal.held_out(self.y)[1] if self.temporal is not None else self.y
 
     def selection_hits(self, k: int = 3) -> np.ndarray:
         """Per row: 1.0 when the true label is among the top k of ``selection_proba``."""
@@ -83,26 +105,33 @@ class Listener:
     def candidate_done(self, result: CandidateResult) -> None: ...
 
 
-def shift_metrics(shift: ShiftResult) -> dict[str, float]:
-    """``shift_<metric>`` (mean over directions) and ``shift_<metric>.<direction>``."""
-    out = {f"shift_{m}": float(np.mean([d[m] for d in shift.directions.values()])) for m in SHIFT_METRICS}
-    for name, metrics in shift.directions.items():
-        out.update({f"shift_{m}.{name}": metrics[m] for m in SHIFT_METRICS})
+def shift_metrics(shift: ShiftResult, prefix: str = "shift") -> dict[str, float]:
+    """``shift_<metric>`` (mean over directions) and ``shift_<metric>.<direction>`` (with several)."""
+    out = {f"{prefix}_{m}": float(np.mean([d[m] for d in shift.directions.values()])) for m in SHIFT_METRICS}
+    if len(shift.directions) > 1:
+        for name, metrics in shift.directions.items():
+            out.update({f"{prefix}_{m}.{name}": metrics[m] for m in SHIFT_METRICS})
     return out
 
 
+def temporal_metrics(temporal: ShiftResult) -> dict[str, float]:
+    """``temporal_<metric>``: trained on the earlier years, tested on the latest."""
+    return shift_metrics(temporal, "temporal")
+
+
 def evaluate_candidates(candidates: Sequence[Candidate], data: TrainingSet, split: Split, seed: int,
-                        listener: Listener | None = None,
-                        directions: Sequence[Direction] = ()) -> list[CandidateResult]:
+                        listener: Listener | None = None, directions: Sequence[Direction] = (),
+                        temporal: Direction | None = None) -> list[CandidateResult]:
     """Results of every candidate, in order: singles first (cross-validated on ``split`` and, with
-    ``directions``, fitted on each direction's training side), then ensembles (evaluated on their
-    members' held-out probabilities; every member must be among the singles)."""
+    ``temporal`` and ``directions``, fitted on each direction's training side), then ensembles (evaluated
+    on their members' held-out probabilities; every member must be among the singles)."""
     listener = listener or Listener()
     singles = [c for c in candidates if not c.is_ensemble]
     ensembles = [c for c in candidates if c.is_ensemble]
     members = {m for c in ensembles for m in c.members}
-    inner = INNER_FOLDS * len(directions)
-    listener.started(sum(len(split) + len(directions) + (inner if c.name in members else 0) for c in singles))
+    holdouts = len(directions) + (temporal is not None)
+    inner = INNER_FOLDS * holdouts
+    listener.started(sum(len(split) + holdouts + (inner if c.name in members else 0) for c in singles))
     encode_ms: dict[str, float] = {}
     results = []
     for candidate in singles:
@@ -116,16 +145,19 @@ def evaluate_candidates(candidates: Sequence[Candidate], data: TrainingSet, spli
                        predict_ms_per_abstract=cv.predict_ms_per_abstract + embedding_ms)
         if embedding_ms:
             metrics["embedding_ms_per_abstract"] = embedding_ms
-        shift = None
+        shift = later = None
+        if temporal is not None:
+            later = shift_holdout(build, data, [temporal], seed, candidate.name in members, done)
+            metrics.update(temporal_metrics(later), temporal_fit_seconds=later.fit_seconds)
         if directions:
             shift = shift_holdout(build, data, directions, seed, candidate.name in members, done)
             metrics.update(shift_metrics(shift), shift_fit_seconds=shift.fit_seconds / len(directions))
-        results.append(CandidateResult(candidate, metrics, cv, shift=shift, selection_y=data.y))
+        results.append(CandidateResult(candidate, metrics, cv, shift=shift, y=data.y, temporal=later))
         listener.candidate_done(results[-1])
     by_name = {r.candidate.name: r for r in results}
     for candidate in ensembles:
         listener.candidate_started(candidate)
-        results.append(_evaluate_ensemble(candidate, by_name, data, split, directions))
+        results.append(_evaluate_ensemble(candidate, by_name, data, split, directions, temporal))
         listener.candidate_done(results[-1])
     return results
 
@@ -164,7 +196,7 @@ def shift_holdout(build, data: TrainingSet, directions: Sequence[Direction], see
             inner_split = fold_indices(y_train, data.space, INNER_FOLDS, seed)
             inner_oof[d.name] = cross_validate(build, list(texts[d.train]), y_train, data.space, inner_split,
                                                on_fold=lambda _: done()).oof_proba
-    return ShiftResult(proba, per_direction, fit_seconds, inner_oof)
+    return ShiftResult(proba, per_direction, fit_seconds, inner_oof, rows=_held_rows(directions, len(data.y)))
 
 
 def _direction_metrics(proba: np.ndarray, y: np.ndarray, data: TrainingSet) -> dict[str, float]:
@@ -173,7 +205,8 @@ def _direction_metrics(proba: np.ndarray, y: np.ndarray, data: TrainingSet) -> d
 
 
 def _evaluate_ensemble(candidate: Candidate, singles: dict[str, CandidateResult], data: TrainingSet,
-                       split: Split, directions: Sequence[Direction]) -> CandidateResult:
+                       split: Split, directions: Sequence[Direction],
+                       temporal: Direction | None = None) -> CandidateResult:
     """Weights chosen (nested) on the members' OOF matrices — no member is refit."""
     members = list(candidate.members)
     member_results = [singles[m] for m in members]
@@ -196,15 +229,22 @@ def _evaluate_ensemble(candidate: Candidate, singles: dict[str, CandidateResult]
     extra = {"weights": ", ".join(f"{m}={w:g}" for m, w in weights.items()),
              **{f"fold{i}_weights": ", ".join(f"{w:g}" for w in np.round(fw, 4))
                 for i, fw in enumerate(ens.fold_weights)}}
-    shift = None
+    shift = later = None
+    if temporal is not None:
+        later = _shift_ensemble(candidate, member_results, data, [temporal], lambda m: m.temporal)
+        metrics.update(temporal_metrics(later),
+                       temporal_fit_seconds=sum(r.metrics["temporal_fit_seconds"] for r in used))
+        extra.update({f"temporal_weights.{name}": ", ".join(f"{w:g}" for w in np.round(w_, 4))
+                      for name, w_ in later.weights.items()})
     if directions:
-        shift = _shift_ensemble(candidate, member_results, data, directions)
+        shift = _shift_ensemble(candidate, member_results, data, directions, lambda m: m.shift)
         metrics.update(shift_metrics(shift), shift_fit_seconds=sum(r.metrics["shift_fit_seconds"] for r in used))
         extra.update({f"shift_weights.{name}": ", ".join(f"{w:g}" for w in np.round(w_, 4))
                       for name, w_ in shift.weights.items()})
     cv = CVResult(ens.oof_proba, sum(r.cv.fit_seconds for r in used), sum(r.cv.predict_seconds for r in used),
                   len(split))
-    return CandidateResult(with_weights(candidate, ens.weights), metrics, cv, extra, weights, shift, data.y)
+    return CandidateResult(with_weights(candidate, ens.weights), metrics, cv, extra, weights, shift, data.y,
+                           temporal=later)
 
 
 def _ensemble_cost(used: Sequence[CandidateResult]) -> float:
@@ -213,16 +253,24 @@ def _ensemble_cost(used: Sequence[CandidateResult]) -> float:
 
 
 def _shift_ensemble(candidate: Candidate, members: Sequence[CandidateResult], data: TrainingSet,
-                    directions: Sequence[Direction]) -> ShiftResult:
+                    directions: Sequence[Direction], holdout=lambda m: m.shift) -> ShiftResult:
     """Per direction: weights chosen on the members' training-side inner OOF probabilities, applied
-    to the members' held-out probabilities (from models fitted on the training side)."""
+    to the members' held-out probabilities (from models fitted on the training side). ``holdout`` picks
+    the members' result of the same directions (``m.shift`` or ``m.temporal``)."""
     spec = candidate.ensemble
     proba = np.zeros((len(data.y), data.space.n_labels))
     per_direction, weights = {}, {}
     for d in directions:
-        w = select_weights([m.shift.inner_oof[d.name] for m in members], data.y[d.train], spec.rule, spec.steps,
+        w = select_weights([holdout(m).inner_oof[d.name] for m in members], data.y[d.train], spec.rule, spec.steps,
                            spec.objective)
-        proba[d.test] = combine([m.shift.proba[d.test] for m in members], w, spec.rule)
+        proba[d.test] = combine([holdout(m).proba[d.test] for m in members], w, spec.rule)
         per_direction[d.name], weights[d.name] = _direction_metrics(proba[d.test], data.y[d.test], data), list(w)
-    fit_seconds = sum(m.shift.fit_seconds for m, wi in zip(members, np.max(list(weights.values()), axis=0)) if wi > 0)
-    return ShiftResult(proba, per_direction, fit_seconds, weights=weights)
+    fit_seconds = sum(holdout(m).fit_seconds for m, wi in zip(members, np.max(list(weights.values()), axis=0))
+                      if wi > 0)
+    return ShiftResult(proba, per_direction, fit_seconds, weights=weights, rows=_held_rows(directions, len(data.y)))
+
+
+def _held_rows(directions: Sequence[Direction], n: int) -> np.ndarray | None:
+    """The rows some direction holds out, sorted; None when that is every row."""
+    rows = np.unique(np.concatenate([d.test for d in directions]))
+    return None if len(rows) == n else rows

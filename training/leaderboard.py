@@ -8,14 +8,15 @@ import pandas as pd
 from papertrack.registry import rank_key
 from papertrack.settings import EXPERIMENT_NAME
 
-COLUMNS = ("label_top3", "label_top1", "label_macro_f1", "area_top1", "area_macro_f1", "log_loss", "ece",
+COLUMNS = ("temporal_label_top3", "temporal_label_top1", "temporal_area_top1", "temporal_label_macro_f1",
+           "label_top3", "label_top1", "label_macro_f1", "area_top1", "area_macro_f1", "log_loss", "ece",
            "shift_label_top3", "shift_label_top1", "shift_area_top1", "shift_label_macro_f1",
            "fit_seconds", "predict_ms_per_abstract")
 
 
 def leaderboard(latest_sweep_only: bool = True, limit: int = 50) -> pd.DataFrame:
-    """Candidate runs, best first (:func:`papertrack.registry.rank_key`: shift-holdout label top-3
-    when the runs have it, else the cross-validated one; then the tie-breaker)."""
+    """Candidate runs, best first (:func:`papertrack.registry.rank_key`: temporal-holdout label top-3 when
+    the runs have it, else the shift holdout's, else the cross-validated one; then the tie-breaker)."""
     experiment = mlflow.get_experiment_by_name(EXPERIMENT_NAME)
     if experiment is None:
         return pd.DataFrame()

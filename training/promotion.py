@@ -46,7 +46,7 @@ def stored_contender(version, metric: str, digest: str) -> Contender | None:
         return None
     if stored.get("metric") != metric or stored.get("data_digest") != digest:
         return None
-    tiebreak = registry.TIEBREAK_METRIC if metric == registry.PRIMARY_METRIC else registry.CV_TIEBREAK_METRIC
+    tiebreak = registry.TIEBREAK_OF.get(metric, registry.CV_TIEBREAK_METRIC)
     return Contender(f"champion v{version.version} ({version.tags.get('candidate', '?')})", metrics[metric],
                      metrics.get(tiebreak, 0.0), metrics[COST_METRIC], np.asarray(stored["hits"], dtype=np.float64))
 

@@ -35,14 +35,17 @@ from papertrack.errors import UsageError
 from papertrack.training import promotion, tracking
 from papertrack.training.cv import check_trainable, fold_indices
 from papertrack.training.champion import ChampionChoice, Contender, choose_champion
-from papertrack.training.data import Direction, TrainingSet, shift_directions
+from papertrack.training.data import (Direction, TrainingSet, labels_by_year, one_year_only, shift_directions,
+                                      temporal_direction)
 from papertrack.training.evaluation import (SHIFT_METRICS, CandidateResult, Listener, ShiftResult,
-                                            evaluate_candidates, shift_metrics)
+                                            evaluate_candidates, shift_metrics, temporal_metrics)
+from papertrack.training.renames import RenameMap
 from papertrack.registry import rank_key, ranking_metrics
 from papertrack.settings import EXPERIMENT_NAME
 from papertrack.training.metrics import evaluate
 
 MIN_SHIFT_RECORDS = 100  # a source this small is neither a fair test set nor a usable training side
+DEFAULT_BUDGET_MS = 5.0  # predict cost per abstract the default sweep stays within (a fast service)
 CORE_REQUIREMENTS = ("scikit-learn", "numpy", "pandas", "scipy", "joblib", "mlflow", "lightgbm")
 
 
@@ -59,6 +62,10 @@ class SweepResult:
     embedding_seconds: float = 0.0  # embedding every abstract before cross-validation (cache misses)
     embedded_texts: int = 0  # abstracts the embedding model had to encode (0 with a warm cache)
     skipped: list[str] = field(default_factory=list)  # candidates left out (embeddings extra missing)
+    over_budget: list[str] = field(default_factory=list)  # left out of the default sweep by the cost budget
+    ineligible: list[str] = field(default_factory=list)  # ran, but measured over the budget: cannot win
+    budget_ms: float | None = None  # None: no budget (candidates named with -c)
+    yardstick: str = ""  # what the champion was chosen on: "temporal holdout (...)", "shift holdout", "CV"
     refit_seconds: float = 0.0
     choice: ChampionChoice | None = None  # the champion rule's decision (winner and why)
     sources: dict[str, int] = field(default_factory=dict)  # records per source
@@ -67,21 +74,76 @@ class SweepResult:
         return sorted(self.results, key=lambda r: rank_key(r.metrics), reverse=True)
 
 
-def majority_baseline(data: TrainingSet, directions: Sequence[Direction] = ()) -> dict[str, float]:
-    """Metrics of always answering the label frequencies of the training set (on the shift holdout:
-    of each direction's training side)."""
+def majority_baseline(data: TrainingSet, directions: Sequence[Direction] = (),
+                      temporal: Direction | None = None) -> dict[str, float]:
+    """Metrics of always answering the label frequencies of the training set (on a holdout: of each
+    direction's training side)."""
     prior = np.bincount(data.y, minlength=data.space.n_labels) / len(data.y)
     metrics = evaluate(np.tile(prior, (len(data.y), 1)), data.y, data.space)
-    if directions:
+
+    def holdout(ds: Sequence[Direction]) -> ShiftResult:
         proba = np.zeros((len(data.y), data.space.n_labels))
         per_direction = {}
-        for d in directions:
-            side = np.bincount(data.y[d.train], minlength=data.space.n_labels) / len(d.train)
-            proba[d.test] = side
+        for d in ds:
+            proba[d.test] = np.bincount(data.y[d.train], minlength=data.space.n_labels) / len(d.train)
             m = evaluate(proba[d.test], data.y[d.test], data.space)
             per_direction[d.name] = {k: m[k] for k in SHIFT_METRICS}
-        metrics.update(shift_metrics(ShiftResult(proba, per_direction, 0.0)))
+        return ShiftResult(proba, per_direction, 0.0)
+
+    if temporal is not None:
+        metrics.update(temporal_metrics(holdout([temporal])))
+    if directions:
+        metrics.update(shift_metrics(holdout(directions)))
     return metrics
+
+
+@dataclass
+class Holdouts:
+    """The held-out evaluations of a sweep and which one chooses the champion."""
+
+    temporal: Direction | None
+    directions: list[Direction]
+    yardstick: str  # printed and logged: what the champion is chosen on, and why that one
+    lines: list[str] = field(default_factory=list)  # what to print about them
+
+
+def plan_holdouts(data: TrainingSet, folds: int) -> Holdouts:
+    """The temporal holdout when the sources span several years (train on the earlier years, test on
+    the latest); the cross-venue shift holdout among the sources of the earlier years (with one year: of
+    all sources); and the fallback when neither can be made: ``folds``-fold cross-validation."""
+    counts = {name: int((data.sources == name).sum()) for name in data.source_names}
+    lines = []
+    temporal, why_not = temporal_direction(data)
+    if temporal is not None and (len(temporal.test) < MIN_SHIFT_RECORDS or len(temporal.train) < MIN_SHIFT_RECORDS):
+        why_not = (f"the latest year has {len(temporal.test):,} records and the earlier years {len(temporal.train):,} "
+                   f"(fewer than {MIN_SHIFT_RECORDS} on a side)")
+        temporal = None
+    if temporal is not None:
+        lines.append(f"temporal holdout: train on {' + '.join(temporal.trained_on)} ({len(temporal.train):,} "
+                     f"records), test on {temporal.heldout} ({len(temporal.test):,}): the champion is chosen on it")
+    earlier = temporal.train if temporal is not None else None
+    directions = shift_directions(data.sources, earlier)
+    small = {name: n for name, n in counts.items() if n < MIN_SHIFT_RECORDS and any(
+        name in (d.heldout, *d.trained_on) for d in directions)}
+    if directions and small:
+        lines.append(f"[yellow]no shift holdout: {', '.join(f'{k} has {v:,} records' for k, v in small.items())} "
+                     f"(fewer than {MIN_SHIFT_RECORDS})[/]")
+        directions = []
+    elif directions:
+        lines.append(f"shift holdout (cross-venue{', earlier years only' if temporal is not None else ''}): "
+                     f"{', '.join(d.name for d in directions)}" + ("" if temporal is not None else
+                                                                  "; the champion is chosen on it"))
+    if temporal is not None:
+        yardstick = f"temporal holdout ({temporal.name})"
+    elif directions:
+        yardstick = "shift holdout"
+        lines.insert(0, f"[yellow]no temporal holdout: {why_not}; falling back to the shift holdout[/]")
+    else:
+        yardstick = f"{folds}-fold cross-validation"
+        lines.insert(0, f"[yellow]no temporal holdout: {why_not}; no shift holdout "
+                        f"({'one source' if len(counts) < 2 else 'too few records per source'}): the champion is "
+                        f"chosen by {folds}-fold cross-validation[/]")
+    return Holdouts(temporal, directions, yardstick, lines)
 
 
 def pip_requirements(candidate: Candidate) -> list[str]:
@@ -99,30 +161,37 @@ def pip_requirements(candidate: Candidate) -> list[str]:
 
 def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_names: list[str] | None = None,
               folds: int = 5, seed: int = 42, use_title: bool = False, register: bool = True,
-              console: Console | None = None, accept_suggested: bool = False) -> SweepResult:
+              console: Console | None = None, accept_suggested: bool = False,
+              budget_ms: float | None = DEFAULT_BUDGET_MS, renames: Sequence[str] = ()) -> SweepResult:
     console = console or Console()
     started = time.perf_counter()
-    candidates, skipped = plan_candidates(candidate_names, console)
+    rename_map = RenameMap.with_extra(renames)
+    budget = None if candidate_names else budget_ms  # candidates named with -c run and may win whatever they cost
+    candidates, skipped, over_budget = plan_candidates(candidate_names, console, budget)
     records, summary = load_dataset([str(p) for p in data_paths], fmt, labeled=True, accept_suggested=accept_suggested)
     for line in summary.lines():  # first: they say why records were left out (duplicates, model guesses)
         console.print(f"  {line}")
-    check_trainable([r.label for r in records], folds, [str(p) for p in data_paths])
-    data = TrainingSet.from_records(records, use_title=use_title)
-    directions = shift_directions(data.sources)
+    check_trainable([rename_map.apply(r.label) for r in records], folds, [str(p) for p in data_paths])
+    data = TrainingSet.from_records(records, use_title=use_title, renames=rename_map)
     sources = data.label_distribution()
     counts = {name: int(sources[name].sum()) for name in data.source_names}
-    console.print("  sources: " + ", ".join(f"{name} {n:,} records" for name, n in counts.items()))
-    small = {name: n for name, n in counts.items() if n < MIN_SHIFT_RECORDS}
-    if directions and small:
-        console.print(f"  [yellow]no shift holdout: {', '.join(f'{k} has {v:,} records' for k, v in small.items())} "
-                      f"(fewer than {MIN_SHIFT_RECORDS}); the champion is chosen by {folds}-fold cross-validation[/]")
-        directions = []
-    elif directions:
-        console.print(f"  shift holdout: {', '.join(d.name for d in directions)} (train on the other sources, "
-                      f"test on the held-out one); the champion is chosen on it")
-    else:
-        console.print(f"  one source ({data.source_names[0]}): no shift holdout; the champion is chosen by "
-                      f"{folds}-fold cross-validation")
+    years = {name: sorted(set(data.years[data.sources == name].tolist())) for name in data.source_names}
+    console.print("  sources: " + ", ".join(
+        f"{name} {n:,} records" + (f" ({'/'.join(map(str, years[name]))})" if years[name] != [-1] and
+                                   str(years[name][0]) not in name else "") for name, n in counts.items()))
+    used_renames = rename_map.used(r.label for r in records)
+    if used_renames:
+        renamed = sum(r.label in used_renames for r in records)
+        console.print(f"  renamed tracks (the latest name is taught): " + "; ".join(
+            f"{escape(old)} -> {escape(new)}" for old, new in used_renames.items()) + f" ({renamed:,} records)")
+    for year, labels in one_year_only(data).items():
+        shown = ", ".join(escape(label) for label in labels[:6]) + (f", … ({len(labels) - 6} more)" if len(labels) > 6
+                                                                    else "")
+        console.print(f"  [dim]{len(labels)} label(s) only in {year}: {shown}[/]")
+    holdouts = plan_holdouts(data, folds)
+    for line in holdouts.lines:
+        console.print(f"  {line}")
+    temporal, directions = holdouts.temporal, holdouts.directions
     uri = store.configure()
     experiment = mlflow.get_experiment_by_name(EXPERIMENT_NAME)
     # MLflow 3 opens an experiment on its GenAI overview unless it is marked as model development
@@ -134,7 +203,11 @@ def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_n
               "records": len(records), "labels": data.space.n_labels, "areas": len(data.space.areas),
               "folds": folds, "seed": seed, "use_title": use_title,
               "sources": ", ".join(f"{name} ({n})" for name, n in counts.items()),
-              "shift_holdout": ", ".join(d.name for d in directions) if directions else "none (one source)"}
+              "shift_holdout": ", ".join(d.name for d in directions) if directions else "none",
+              "temporal_holdout": (f"{temporal.name}: train {' + '.join(temporal.trained_on)}, test "
+                                   f"{temporal.heldout}") if temporal is not None else "none",
+              "selection": holdouts.yardstick, "renames": rename_map.describe(),
+              "budget_ms": "none (candidates named)" if budget is None else budget}
 
     with mlflow.start_run(run_name=f"sweep-{time.strftime('%Y%m%d-%H%M%S')}") as parent:
         mlflow.set_tags({"papertrack.kind": "sweep", "papertrack.version": __version__})
@@ -142,25 +215,35 @@ def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_n
         tracking.log_dataset_input(dataset)
         mlflow.log_metrics({f"records.{_metric_safe(name)}": n for name, n in counts.items()})
         mlflow.log_text(sources.to_csv(index=False), "data/label_distribution_by_source.csv")
+        mlflow.log_text(labels_by_year(data).to_csv(index=False), "data/labels_by_year.csv")
         if skipped:
             mlflow.set_tag("skipped_candidates", ", ".join(skipped))
-        baseline = majority_baseline(data, directions)
+        if over_budget:
+            mlflow.set_tag("over_budget_candidates", ", ".join(over_budget))
+        baseline = majority_baseline(data, directions, temporal)
         mlflow.log_metrics({f"baseline_{k}": v for k, v in baseline.items()})
         embed_seconds, embedded = warm_embeddings(candidates, data, seed, console)
         if embed_seconds:
             mlflow.log_metrics({"embedding_seconds": embed_seconds, "embedded_texts": embedded})
         split = fold_indices(data.y, data.space, folds, seed)
         with _SweepListener(console, data, dataset, common) as listener:
-            results = evaluate_candidates(candidates, data, split, seed, listener, directions)
-        choice = choose(results)
+            results = evaluate_candidates(candidates, data, split, seed, listener, directions, temporal)
+        eligible, ineligible = within_budget(results, budget)
+        if ineligible:
+            console.print(f"  [yellow]measured over the {budget:g} ms budget, so not eligible to win: " + ", ".join(
+                f"{r.candidate.name} ({r.metrics[promotion.COST_METRIC]:.1f} ms/abstract)" for r in ineligible)
+                + f" (raise --budget-ms or name them with -c)[/]")
+        choice = choose(eligible)
         winner = next(r for r in results if r.candidate.name == choice.winner)
         mlflow.set_tags({"winner": winner.candidate.name, "winner_run_id": winner.run_id, **choice.tags()})
         mlflow.log_metrics({f"best_{k}": v for k, v in winner.metrics.items()})
         result = SweepResult(parent.info.run_id, data.digest, results, baseline, winner,
                              embedding_seconds=embed_seconds, embedded_texts=embedded, skipped=skipped,
-                             choice=choice, sources=counts)
+                             choice=choice, sources=counts, over_budget=over_budget,
+                             ineligible=[r.candidate.name for r in ineligible], budget_ms=budget,
+                             yardstick=holdouts.yardstick)
         mlflow.set_tag("mlflow.note.content", describe(result))
-        console.print(f"Champion rule: {choice.reason}")
+        console.print(f"Champion rule (on the {holdouts.yardstick}): {choice.reason}")
         console.print(f"Winner: [bold]{winner.candidate.name}[/]; refitting on all {len(records):,} records")
         refit_started = time.perf_counter()
         result.model_uri = _refit_and_log(winner, data, seed, use_title)
@@ -182,6 +265,18 @@ def _metric_safe(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "_-." else "_" for ch in name)
 
 
+def within_budget(results: Sequence[CandidateResult],
+                  budget: float | None) -> tuple[list[CandidateResult], list[CandidateResult]]:
+    """(eligible, over budget): the results whose measured predict cost is within ``budget`` ms per abstract
+    (all when there is no budget, or when none is within it)."""
+    if budget is None:
+        return list(results), []
+    eligible = [r for r in results if r.metrics[promotion.COST_METRIC] <= budget]
+    if not eligible:
+        return list(results), []
+    return eligible, [r for r in results if r.metrics[promotion.COST_METRIC] > budget]
+
+
 def choose(results: Sequence[CandidateResult]) -> ChampionChoice:
     """The champion rule (:mod:`papertrack.training.champion`) on the sweep's held-out rows."""
     primary, _ = ranking_metrics(*[r.metrics for r in results])
@@ -199,9 +294,11 @@ def contender(result: CandidateResult, among: Sequence[CandidateResult] = ()) ->
 def describe(result: SweepResult) -> str:
     """The parent run's description (markdown): the leaderboard and the champion decision."""
     shift = any("shift_label_top3" in r.metrics for r in result.results)
-    head = ["candidate", "CV top3", "CV top1", "CV area"] + (["shift top3", "shift top1", "shift area"] if shift
-                                                                else []) + ["ms/abstract"]
-    lines = [f"**Champion rule:** {result.choice.reason}", ""]
+    later = any("temporal_label_top3" in r.metrics for r in result.results)
+    head = ["candidate"] + (["temporal top3", "temporal top1", "temporal area"] if later else []) + [
+        "CV top3", "CV top1", "CV area"] + (["shift top3", "shift top1", "shift area"] if shift else []) + [
+        "ms/abstract"]
+    lines = [f"**Champion rule** (on the {result.yardstick}): {result.choice.reason}", ""]
     if result.decision:
         lines += [f"Registered version {result.decision.version} as **{result.decision.alias}**: "
                   f"{result.decision.reason}", ""]
@@ -209,22 +306,39 @@ def describe(result: SweepResult) -> str:
               "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in result.leaderboard():
         m = r.metrics
-        cells = [r.candidate.name, *(f"{m[k]:.3f}" for k in ("label_top3", "label_top1", "area_top1"))]
+        cells = [r.candidate.name]
+        if later:
+            cells += [f"{m[k]:.3f}" for k in ("temporal_label_top3", "temporal_label_top1", "temporal_area_top1")]
+        cells += [f"{m[k]:.3f}" for k in ("label_top3", "label_top1", "area_top1")]
         if shift:
             cells += [f"{m[k]:.3f}" for k in ("shift_label_top3", "shift_label_top1", "shift_area_top1")]
         lines.append("| " + " | ".join(cells + [f"{m['predict_ms_per_abstract']:.2f}"]) + " |")
+    if result.over_budget:
+        lines += ["", f"Left out by the {result.budget_ms:g} ms budget: {', '.join(result.over_budget)}"]
     return "\n".join(lines)
 
 
-def plan_candidates(names: list[str] | None, console: Console) -> tuple[list[Candidate], list[str]]:
-    """The candidates to run, in order: members of a selected ensemble are added before it (they
-    are cross-validated and logged like any candidate). Candidates needing the embeddings extra are
-    left out of the default sweep — with one printed line — when it is not installed; naming one
-    explicitly is then an error."""
+def plan_candidates(names: list[str] | None, console: Console,
+                    budget_ms: float | None = None) -> tuple[list[Candidate], list[str], list[str]]:
+    """The candidates to run, in order, the ones left out because the embeddings extra is missing, and the
+    ones left out by the cost budget. Members of a selected ensemble are added before it (they are
+    cross-validated and logged like any candidate). The default sweep leaves out — with one printed line
+    saying how to include them — candidates whose measured cost (``Candidate.expected_ms``) is over
+    ``budget_ms``, and those needing the embeddings extra when it is not installed; naming one explicitly
+    runs it (an error when the extra is missing)."""
     from papertrack.features.embeddings import unavailable_reason
     from papertrack.models.embedding_candidates import needs_embeddings
 
     chosen = select(names)
+    over_budget: list[str] = []
+    if budget_ms is not None and not names:
+        over = [c for c in chosen if c.expected_ms > budget_ms]
+        if over:
+            over_budget = [c.name for c in over]
+            console.print(f"  [dim]over the {budget_ms:g} ms/abstract budget, left out: " + ", ".join(
+                f"{c.name} (~{c.expected_ms:g} ms)" for c in over) + f"; include them with --budget-ms "
+                f"{_round_up(max(c.expected_ms for c in over))} or -c NAME[/]")
+            chosen = [c for c in chosen if c.expected_ms <= budget_ms]
     reason = unavailable_reason()
     if reason:
         unusable = [c.name for c in chosen if needs_embeddings(c)]
@@ -249,7 +363,17 @@ def plan_candidates(names: list[str] | None, console: Console) -> tuple[list[Can
         planned[candidate.name] = candidate
     # singles first (in order), then ensembles, which are evaluated on the singles' OOF matrices
     ordered = [c for c in planned.values() if not c.is_ensemble] + [c for c in planned.values() if c.is_ensemble]
-    return ordered, unusable
+    return ordered, unusable, over_budget
+
+
+def _round_up(ms: float) -> int:
+    """The first of 10, 20, 50, 100, 200, 500, ... that is at least ``ms``."""
+    scale = 10
+    while True:
+        for step in (scale, 2 * scale, 5 * scale):
+            if step >= ms:
+                return step
+        scale *= 10
 
 
 def warm_embeddings(candidates: Sequence[Candidate], data: TrainingSet, seed: int,
@@ -317,10 +441,11 @@ class _SweepListener(Listener):
 
 
 def _print_line(console: Console, name: str, metrics: dict[str, float]) -> None:
-    shift = (f"  | shift top3 {metrics['shift_label_top3']:.3f}  area {metrics['shift_area_top1']:.3f}"
-             if "shift_label_top3" in metrics else "")
-    console.print(f"  {name:<34} top3 {metrics['label_top3']:.3f}  top1 {metrics['label_top1']:.3f}  "
-                  f"area {metrics['area_top1']:.3f}  macroF1 {metrics['label_macro_f1']:.3f}{shift}")
+    later = (f"next year top3 {metrics['temporal_label_top3']:.3f} top1 {metrics['temporal_label_top1']:.3f} "
+             f"area {metrics['temporal_area_top1']:.3f} | " if "temporal_label_top3" in metrics else "")
+    shift = (f" | shift top3 {metrics['shift_label_top3']:.3f}" if "shift_label_top3" in metrics else "")
+    console.print(f"  {name:<26} {later}CV top3 {metrics['label_top3']:.3f} area {metrics['area_top1']:.3f}"
+                  f"{shift} | {metrics['predict_ms_per_abstract']:.2f} ms")
 
 
 def _log_candidate(candidate: Candidate, metrics: dict[str, float], oof: np.ndarray, data: TrainingSet, dataset,
@@ -347,7 +472,7 @@ def _refit_and_log(winner: CandidateResult, data: TrainingSet, seed: int, use_ti
                             "title": [r.title or "" for r in data.records[:2]]})
     with tempfile.TemporaryDirectory() as tmp, mlflow.start_run(run_id=winner.run_id, nested=True):
         from papertrack.training import artifact_extras  # confidence calibration + neighbour index (issue 11)
-        artifact_extras.attach(predictor, winner.selection_proba, winner.selection_y, data, winner.shift is not None)
+        artifact_extras.attach(predictor, winner.selection_proba, winner.selection_y, data, winner.selection)
         # drift reports: "unsure" is "not confident" (the answers' confident flag), for the dump and the holdout
         predictor.training_profile = build_profile(
             data.texts, data.y, data.space, winner.cv.oof_proba, seed,
