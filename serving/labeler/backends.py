@@ -170,7 +170,8 @@ def load_failure(model_uri: str, tracking_uri: str, exc: BaseException) -> str:
             listed = ", ".join(f"{a} (version {v})" for a, v in sorted(aliases.items()))
             return (f"model {name!r} has no alias {alias!r} in {tracking_uri}; its aliases: {listed}. Pass one, "
                     f"e.g. --model models:/{name}@{min(aliases)}, or register a new version with `papertrack train`")
-    return f"cannot load {model_uri} from {tracking_uri}: {_first_line(exc).rstrip('.')}. {TRAIN_HINT} (or pass --model)."
+    return (f"cannot load {model_uri} from {tracking_uri}: {_first_line(exc).rstrip('.')}. "
+            f"{TRAIN_HINT} (or pass --model).")
 
 
 def registered_aliases(name: str) -> dict[str, str]:
