@@ -10,6 +10,12 @@ abstract per paragraph).  Every layout may be gzip-compressed, start with a UTF-
 * ``load_dataset`` is the strict reader for training: invalid records are fatal, empty abstracts
   and duplicates are skipped and counted in a ``LoadSummary``.
 
+Hostile text: a record whose used fields hold a lone surrogate escape (JSON ``"\\udc00"``, not a
+character, cannot be written as UTF-8) is a ``BadRecord`` naming the field — not repaired, since any
+replacement would change the data silently. A UTF-16/UTF-32 file (byte-order mark, or NUL bytes between
+the characters) is an ``IngestError`` saying how to convert it. Standard input is read from a copy that
+rows and messages name ``<stdin>`` (:func:`display_name`, :mod:`papertrack.features.stdin`).
+
 Model-suggested labels (written by ``papertrack suggest``): a record whose label is still the model's
 own guess is ``Record.suggested``; ``load_dataset`` leaves such records out of training (counted)
 unless ``accept_suggested``. In the text layouts a line starting with ``#`` and a space is a comment;
@@ -24,7 +30,9 @@ import csv
 import gzip
 import hashlib
 import json
+import os
 import re
+import shlex
 import unicodedata
 import zlib
 from collections import Counter
@@ -43,6 +51,9 @@ _AUTHORS_MARKER = re.compile(r"\s*(?:等|et\s+al\.?)$")
 _SENTENCE_END = re.compile(r"[a-z]{2}[.!?](?:\s|$)")  # "works. We", not "E. Weston"
 _GZIP_MAGIC = b"\x1f\x8b"
 _UTF8_BOM = b"\xef\xbb\xbf"
+# byte-order marks of the encodings people save "Unicode text" in (UTF-32 first: its LE mark starts like UTF-16's)
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+              (b"\xfe\xff", "UTF-16"))
 _HEAD_CHARS = 64 * 1024  # how much text format detection looks at
 _DETECT_BLOCKS = 6  # how many leading text blocks may hold the first label line
 _MAX_LABEL_LINE = 200
@@ -55,16 +66,33 @@ _TOO_DEEP = "JSON nested too deeply (more than about 1,000 levels)"
 # A CSV field may hold a whole (long) abstract: the csv module's default limit (131,072 characters)
 # would abort the whole file at one long field. Over-long abstracts are reported per record instead.
 csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a lone surrogate escape ("\\udc00" in JSON): not a character
+# the fields of a JSON/CSV record that papertrack uses (checked for lone surrogates)
+_TEXT_FIELDS = ("id", "abstract", "title", "label", "topic", "area", "subarea", "authors", "venue", "year")
 _COMMENT_LINE = re.compile(r"#(?:\s|$)")  # at column 0: "# note", not "#1 on the leaderboard"
 SUGGESTED_MARKER = "# model-suggested:"  # the comment naming the model's guess above a label line
 SUGGESTED_FIELD = "model_suggested"  # the same in JSON/CSV
+
+
+STDIN_NAME = "<stdin>"  # how rows and messages name standard input (``-``), which is read from a copy
+_DISPLAY_NAMES: dict[str, str] = {}  # path of such a copy -> the name shown instead
+
+
+def display_name(path: str | PathLike) -> str:
+    """How rows (``source``) and messages name an input: its path, or ``<stdin>`` for the copy of stdin."""
+    return _DISPLAY_NAMES.get(os.fspath(path), str(path))
+
+
+def name_input(path: str | PathLike, name: str) -> None:
+    """Show ``path`` as ``name`` in rows and messages (see :mod:`papertrack.features.stdin`)."""
+    _DISPLAY_NAMES[os.fspath(path)] = name
 
 
 class IngestError(PapertrackError):
     """A fatal problem with an input file (missing, empty, undecodable, unreadable layout)."""
 
     def __init__(self, path: str | PathLike, line: int | None, message: str):
-        self.path = str(path)
+        self.path = display_name(path)
         self.line = line
         self.message = message
         where = self.path if line is None else f"{self.path}:{line}"
@@ -167,10 +195,32 @@ def _read_lines(path: str | PathLike) -> Iterator[tuple[int, str]]:
         try:
             for lineno, data in enumerate(stream, start=1):
                 if lineno == 1:
+                    _refuse_wide_encoding(path, data)
                     data = data.removeprefix(_UTF8_BOM)
                 yield lineno, _decode_line(path, lineno, data).rstrip("\r\n")
         except (OSError, EOFError, zlib.error) as exc:
             raise IngestError(path, lineno + 1, f"cannot read file: {exc}") from None
+
+
+def _refuse_wide_encoding(path: str | PathLike, first_line: bytes) -> None:
+    """``IngestError`` for a UTF-16/UTF-32 file (a byte-order mark, or NUL bytes where plain text in those
+    encodings has them), saying how to convert it, instead of "not valid UTF-8 (byte 0xff ...)"."""
+    encoding = next((name for bom, name in _WIDE_BOMS if first_line.startswith(bom)), None)
+    sample = first_line[:4096]
+    if encoding is None and len(sample) >= 8:
+        def zeros(*offsets: int, step: int) -> bool:
+            picked = b"".join(sample[offset::step] for offset in offsets)
+            return picked.count(0) >= 0.9 * len(picked)
+
+        if zeros(1, 2, 3, step=4) or zeros(0, 1, 2, step=4):
+            encoding = "UTF-32"
+        elif zeros(1, step=2) or zeros(0, step=2):
+            encoding = "UTF-16"
+    if encoding is not None:
+        name = display_name(path)
+        converted = "converted-" + Path(name.removesuffix(".gz")).name if name != STDIN_NAME else "converted.txt"
+        raise IngestError(path, None, f"the file is {encoding} text, not UTF-8; convert it to UTF-8: iconv -f "
+                                      f"{encoding} -t UTF-8 {shlex.quote(name)} > {shlex.quote(converted)}")
 
 
 def _decode_line(path: str | PathLike, lineno: int, data: bytes) -> str:
@@ -370,6 +420,9 @@ def record_from_mapping(
     """Turn one JSON object, CSV row or Parquet row (field names matched case-insensitively) into a record."""
     fields = {str(key).strip().lower(): value for key, value in obj.items()}
     record_id = _optional_text(fields.get("id"))
+    surrogate = _lone_surrogate(fields)
+    if surrogate is not None:
+        return BadRecord(source, line, surrogate, _printable(record_id))
     if "abstract" not in fields:
         return BadRecord(source, line, "no 'abstract' field", record_id)
     abstract = fields["abstract"]
@@ -396,6 +449,24 @@ def record_from_mapping(
     )
 
 
+def _lone_surrogate(fields: dict[str, object]) -> str | None:
+    """Why a record cannot be used when one of its text fields holds a lone surrogate escape (e.g. the
+    JSON ``"\\udc00"``): it is not a character, cannot be written as UTF-8 and would stop every writer."""
+    for name in (*_TEXT_FIELDS, SUGGESTED_FIELD):
+        value = fields.get(name)
+        texts = value if isinstance(value, list) else [value]
+        for text in texts:
+            if isinstance(text, str) and (found := _SURROGATE.search(text)):
+                return (f"field {name!r} holds the lone surrogate escape \\u{ord(found.group()):04x} (half of a "
+                        f"UTF-16 pair, not a character); fix or remove it in the input")
+    return None
+
+
+def _printable(text: str | None) -> str | None:
+    """``text`` with lone surrogates written as ``\\udc00`` (so it can be written as UTF-8)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8") if text else text
+
+
 def _authors_text(value: object) -> str | None:
     """An 'authors' field (a list of names or one string) as one comma-separated line, None when empty."""
     if isinstance(value, list):
@@ -418,7 +489,7 @@ def _record_from_value(value: object, source: str, line: int, labeled: bool | No
 
 def _parse_jsonl(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
     """One JSON object per line; blank lines are skipped, broken lines become ``BadRecord``."""
-    source = str(path)
+    source = display_name(path)
     for lineno, text in _read_lines(path):
         item = json_line_record(text, source, lineno, labeled)
         if item is not None:
@@ -455,7 +526,7 @@ def _parse_json_array(path: str | PathLike, labeled: bool | None) -> Iterator[Re
 
     Any other top-level value (one object, a string, ...) is a fatal error: it is not a list of records.
     """
-    source = str(path)
+    source = display_name(path)
     chars = _JsonChars(path)
     first = chars.skip_space()
     if first == "{":
@@ -548,7 +619,7 @@ class _JsonChars:
 
 def _parse_csv(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
     """CSV with a header row naming at least an 'abstract' column; blank lines are skipped."""
-    source = str(path)
+    source = display_name(path)
     reader = csv.reader(text + "\n" for _, text in _read_lines(path))
     columns: list[str] | None = None
     while True:
@@ -651,7 +722,7 @@ def _header_record(source: str, block: _Block) -> BadRecord:
 
 def _parse_text_labeled(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
     """Label line, optional authors block, then the abstract (one or more paragraphs); ``#`` comments."""
-    source = str(path)
+    source = display_name(path)
     blocks = _iter_blocks(_read_lines(path), comments=True)
     block = next(blocks, None)
     if block is not None and not _is_label_line(block):
@@ -697,7 +768,7 @@ def _labeled_text_record(
 
 def _parse_text_unlabeled(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
     """One abstract per paragraph, after an optional short header line."""
-    source = str(path)
+    source = display_name(path)
     for index, block in enumerate(_iter_blocks(_read_lines(path))):
         if index == 0 and _looks_like_header(block.text):
             yield _header_record(source, block)
@@ -790,7 +861,7 @@ def load_dataset(
     seen: dict[str, str | None] = {}  # make_id(abstract) -> label of the kept record
     for path in path_list:
         file_format = detect_format(path, fmt)
-        summary.files.append(str(path))
+        summary.files.append(display_name(path))
         summary.formats.append(file_format)
         for item in iter_records(path, file_format, labeled=labeled):
             summary.read += 1

@@ -29,6 +29,22 @@ class _Commands(TyperGroup):
 
 app = typer.Typer(name="papertrack", cls=_Commands, no_args_is_help=True, add_completion=False,
                   help="Tell which conference track (Area · Subarea) an ML paper belongs to, from its abstract.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from papertrack import __version__
+
+        typer.echo(f"papertrack {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                          help="Print papertrack's version and exit.")) -> None:
+    pass
+
+
 training_commands.add_commands(app)
 serving_commands.add_commands(app)
 tracking_server.add_commands(app)

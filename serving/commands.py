@@ -141,8 +141,8 @@ class _RateColumn(ProgressColumn):
 
 
 def label(
-    dumps: Annotated[list[Path], typer.Argument(help="Input file(s): JSONL/JSON/CSV or text dumps, optionally .gz.",
-                                                show_default=False)],
+    dumps: Annotated[list[Path], typer.Argument(help="Input file(s): JSONL/JSON/CSV or text dumps, optionally .gz; "
+                                                     "- reads standard input.", show_default=False)],
     output: Annotated[Path, typer.Option("--output", "-o", help="Output file: .jsonl or .csv.")],
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Tracks per abstract.")] = 3,
     model: Annotated[str, typer.Option("--model", "-m", help="MLflow model URI (local labeling).")]
@@ -166,9 +166,14 @@ def label(
     spark_conf: Annotated[Optional[list[str]], typer.Option(
         "--spark-conf", help="A Spark setting KEY=VALUE (repeatable), e.g. spark.executor.memory=4g.")] = None,
 ) -> None:
-    """Label every abstract of the dump(s): one output row per input record, in input order."""
+    """Label every abstract of the dump(s): one output row per input record, in input order.
+
+    Exit status: 0 all labeled; 3 finished, some records in the errors file; 2 bad input/options; 1 no model.
+    """
     from papertrack.features.ingest import IngestError
-    from papertrack.serving.labeler import HttpBackend, LabelError, LocalBackend, label_dumps, partial_path
+    from papertrack.features.stdin import expand_stdin, is_stdin
+    from papertrack.serving.labeler import LabelError
+    from papertrack.serving.labeler.run import claim_outputs, plan_run
 
     if engine not in ("local", "spark"):
         raise UsageError(f"--engine must be local or spark, got {engine!r}")
@@ -188,6 +193,36 @@ def label(
         return
     if master or partitions or spark_conf:
         raise UsageError("--master, --partitions and --spark-conf need --engine spark")
+    if resume and any(is_stdin(p) for p in dumps):
+        raise UsageError("--resume cannot continue a run that read standard input (-): save the input to a file "
+                         "and label that file")
+    dumps = expand_stdin(dumps)
+    # every argument is checked, and the output claimed, before the model loads (seconds)
+    try:
+        plan = plan_run(dumps, output, errors=errors, fmt=fmt)
+    except (IngestError, LabelError) as exc:
+        _error(exc)
+        _note_older_output(output, dumps)
+        raise typer.Exit(2) from None
+    with claim_outputs(plan.paths):
+        result, backend = _run_labeler(dumps, output, model, url, top_k=top_k, fmt=fmt, errors=errors,
+                                       resume=resume, chunk_size=chunk_size, progress=progress)
+        _print_summary(result)
+        from papertrack.serving.drift import report_run
+
+        report_run(getattr(backend, "predictor", None), result.paths.output, dumps, fmt=fmt, say=_say, note=_note)
+    failed = result.counters.errors - result.counters.headers
+    if failed:
+        _note(f"{failed:,} record(s) could not be labeled (reasons in {result.paths.errors}); exit status 3")
+        raise typer.Exit(3)
+
+
+def _run_labeler(dumps, output, model, url, *, top_k, fmt, errors, resume, chunk_size, progress):
+    """The local engine's run (the model here, or a service with --url), with its progress bar:
+    (LabelResult, backend)."""
+    from papertrack.features.ingest import IngestError
+    from papertrack.serving.labeler import HttpBackend, LabelError, LocalBackend, label_dumps, partial_path
+
     backend = HttpBackend(url) if url else LocalBackend(model)
     err_console.print(f"Labeling with {backend.description}", soft_wrap=True, markup=False, highlight=False)
     # Everything loaded so far (libraries, the model) lives until the end: keep it out of the cyclic GC's
@@ -218,18 +253,22 @@ def label(
         if partial_path(output).exists():
             _note("the rows labeled so far are kept in the .partial file; fix the problem and rerun "
                   "(--resume only if the input is unchanged).")
-        if output.exists():
-            _note(f"{output} is from an earlier run and was left unchanged.")
+        _note_older_output(output, dumps)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         _note("interrupted: the rows written so far are kept; rerun with --resume to continue.")
         raise typer.Exit(130) from None
     finally:
         backend.close()
-    _print_summary(result)
-    from papertrack.serving.drift import report_run
+    return result, backend
 
-    report_run(getattr(backend, "predictor", None), result.paths.output, dumps, fmt=fmt, say=_say, note=_note)
+
+def _note_older_output(output: Path, inputs) -> None:
+    """After a failed run: say that a file already at ``output`` (not an input, not a folder) was kept."""
+    from papertrack.serving.labeler.outputs import same_file
+
+    if output.is_file() and not any(same_file(Path(p), output) for p in inputs):
+        _note(f"{output} is from an earlier run and was left unchanged.")
 
 
 def _print_summary(result) -> None:

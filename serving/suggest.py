@@ -233,12 +233,33 @@ def render(suggestions: Sequence[Suggestion], kind: str, *, strategy: str, model
     return buffer.getvalue()
 
 
+def check_output(path: Path, inputs: Sequence[Path]) -> None:
+    """UsageError when ``path`` (or its temporary file) is one of ``inputs`` or a folder: writing the picks
+    would replace what they were picked from."""
+    from papertrack.serving.labeler.outputs import same_file
+
+    if path.is_dir():
+        raise UsageError(f"-o {path} is a folder; name a file in it, e.g. {path / 'to_label.txt'}")
+    for source in inputs:
+        for target in (path, _tmp_path(path)):
+            if same_file(Path(source), target):
+                raise UsageError(f"-o {target} is one of the inputs (writing the picks would replace it); "
+                                 f"choose another output")
+
+
+def _tmp_path(path: Path) -> Path:
+    return path.with_name(path.name + ".tmp")
+
+
 def write_suggestions(path: Path, suggestions: Sequence[Suggestion], *, strategy: str, model: str) -> Path:
     """Write the picks to ``path`` (layout from its extension), atomically."""
     kind = output_kind(path)
     text = render(suggestions, kind, strategy=strategy, model=model, name=path.name)
+    from papertrack.serving.labeler.outputs import open_new
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp = _tmp_path(path)
+    with open_new(tmp) as f:  # created exclusively, never through a link planted at the name
+        f.write(text)
     tmp.replace(path)
     return path

@@ -22,21 +22,19 @@ def load_model(model_uri: str):
 
     from papertrack import store
     from papertrack.models.artifact import load_predictor
-    from papertrack.serving.store import TRAIN_HINT
+    from papertrack.serving.labeler.backends import load_failure
 
     tracking_uri = store.configure()
     try:
         predictor, _ = load_predictor(model_uri)
     except MlflowException as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise NoModelError(f"cannot load {model_uri} from {tracking_uri}: {first}. {TRAIN_HINT} (or pass --model).") \
-            from None
+        raise NoModelError(load_failure(model_uri, tracking_uri, exc)) from None
     return predictor
 
 
 def suggest(
-    dumps: Annotated[list[Path], typer.Argument(help="Unlabeled dump(s): JSONL/JSON/CSV or text dumps, optionally .gz.",
-                                                show_default=False)],
+    dumps: Annotated[list[Path], typer.Argument(help="Unlabeled dump(s): JSONL/JSON/CSV or text dumps, optionally .gz; "
+                                                     "- reads standard input.", show_default=False)],
     output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the picks: .txt (labeled text dump "
                                          "to edit), .jsonl or .csv.")] = Path("to_label.txt"),
     n: Annotated[int, typer.Option("-n", "--number", min=1, help="How many abstracts to pick.")] = 50,
@@ -50,6 +48,7 @@ def suggest(
     = None,
 ) -> None:
     """Pick the abstracts whose labels would teach the model most; write them, pre-labeled with its guess, to edit."""
+    from papertrack.features.stdin import expand_stdin
     from papertrack.serving import suggest as s
 
     if strategy not in s.STRATEGIES:
@@ -57,6 +56,8 @@ def suggest(
     if measure not in s.MEASURES:
         raise UsageError(f"--measure must be one of {', '.join(s.MEASURES)}, got {measure!r}")
     s.output_kind(output)  # a bad extension fails before the model loads
+    dumps = expand_stdin(dumps)
+    s.check_output(output, dumps)  # never write over an input
     pool = s.read_pool(dumps, fmt)
     note = lambda message: err_console.print(f"[yellow]note:[/] {escape(message)}", soft_wrap=True)  # noqa: E731
     if pool.bad:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from papertrack.features.ingest import IngestError
+from papertrack.serving.labeler import outputs
 from papertrack.serving.labeler.errors import LabelError
 from papertrack.serving.labeler.summary import Counters
 
@@ -72,26 +73,16 @@ def fingerprint(paths: Sequence[Path]) -> list[dict]:
 
 
 def refuse_overwriting_inputs(paths: Paths, inputs: Sequence[Path]) -> None:
-    """LabelError when a file this run writes (output, errors, their partial files, the checkpoint) is an input."""
-    written = {"output": paths.output, "errors file": paths.errors, "partial output": paths.partial,
-               "partial errors file": paths.errors_partial, "checkpoint": paths.checkpoint}
-    for source in inputs:
-        for what, target in written.items():
-            if _same_file(source, target):
-                raise LabelError(f"the {what} {target} is the input {source}: labeling would destroy it; "
-                                 f"choose another -o/--errors")
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve() or (b.exists() and os.path.samefile(a, b))
-    except OSError:
-        return False
+    """LabelError when a file this run writes (output, errors, their partial files, the checkpoint) is an input,
+    a folder, or in a folder that cannot be written."""
+    outputs.check_outputs({"output": (paths.output, "-o"), "errors file": (paths.errors, "--errors"),
+                           "partial output": (paths.partial, ""), "partial errors file": (paths.errors_partial, ""),
+                           "checkpoint": (paths.checkpoint, "")}, inputs)
 
 
 def open_partial(path: Path) -> BinaryIO:
     try:
-        return open(path, "r+b")
+        return outputs.open_existing(path)
     except OSError as exc:
         raise LabelError(f"cannot write {path}: {exc.strerror}") from None
 
@@ -122,7 +113,7 @@ def start_fresh(paths: Paths, header: bytes, notice: Callable[[str], None]) -> N
         paths.checkpoint.unlink(missing_ok=True)
         for path, data in ((paths.partial, header), (paths.errors_partial, b"")):
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
+            outputs.create_new(path, data)  # never through a link planted at the name
     except OSError as exc:
         raise LabelError(f"cannot write {exc.filename or paths.partial}: {exc.strerror}; choose another -o") from None
 
@@ -178,7 +169,7 @@ def finalize(paths: Paths) -> None:
 
 def _write_json_atomic(path: Path, data: dict) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with outputs.open_new(tmp) as f:  # never through a link planted at the name
         json.dump(data, f)
         f.flush()
         os.fsync(f.fileno())

@@ -55,12 +55,15 @@ class RowFormat:
         return _csv([self._cells(r) for r in built])
 
     def _cells(self, r: dict[str, Any]) -> list[Any]:
-        cells: list[Any] = [r["id"], r["source"], r["line"], r["title"] or ""]
+        """The CSV cells of a row; every text cell spreadsheet-safe (:func:`spreadsheet_safe`)."""
+        cells: list[Any] = [spreadsheet_safe(r["id"]), spreadsheet_safe(r["source"]), r["line"],
+                            spreadsheet_safe(r["title"] or "")]
         for t in r["tracks"]:
-            cells += [t["label"], repr(float(t["probability"]))]
+            cells += [spreadsheet_safe(t["label"]), repr(float(t["probability"]))]
         cells += ["", ""] * (self.top_k - len(r["tracks"]))
-        cells += [r["area"], repr(float(r["area_probability"])), r["label"] or "", _cell(r["in_top_k"])]
-        cells += [_cell(r.get(name)) for name in self.extras]
+        cells += [spreadsheet_safe(r["area"]), repr(float(r["area_probability"])), spreadsheet_safe(r["label"] or ""),
+                  _cell(r["in_top_k"])]
+        cells += [spreadsheet_safe(_cell(r.get(name))) for name in self.extras]
         return cells
 
 
@@ -68,6 +71,15 @@ def error_rows(items: Iterable[tuple[Record | BadRecord, str, str]]) -> bytes:
     """JSON lines of the records that could not be labeled: where, id, kind and the reason."""
     return _lines(json.dumps({"source": item.source, "line": item.line, "id": item.id, "kind": kind,
                               "reason": reason}, ensure_ascii=False) for item, kind, reason in items)
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula (OWASP)
+
+
+def spreadsheet_safe(text: str) -> str:
+    """``text`` with a ``'`` in front when it starts like a formula (``=``, ``+``, ``-``, ``@``, tab, CR), so a
+    spreadsheet opening the CSV shows it as text instead of running it (OWASP's CSV-injection advice)."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def _cell(value: Any) -> str:

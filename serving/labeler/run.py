@@ -21,7 +21,7 @@ from typing import Any
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, detect_format, iter_records, open_input
 from papertrack.models.card import CONFIDENCE_FIELDS
-from papertrack.serving.labeler import checkpoint
+from papertrack.serving.labeler import checkpoint, outputs
 from papertrack.serving.labeler.checkpoint import Paths, default_errors_path, fingerprint
 from papertrack.serving.labeler.errors import LabelError
 from papertrack.serving.labeler.rows import OUTPUT_FORMATS, RowFormat, error_rows
@@ -53,6 +53,40 @@ def output_kind(output: Path) -> str:
     return kind
 
 
+@dataclass
+class Plan:
+    """What a run reads and writes, checked before the model loads (see :func:`plan_run`)."""
+
+    inputs: list[Path]
+    paths: Paths
+    kind: str
+    formats: list[str]
+
+
+def plan_run(inputs: Sequence[Path], output: Path, *, errors: Path | None = None, fmt: str | None = None) -> Plan:
+    """Check every argument that does not need the model, reading nothing but the inputs' first lines:
+    inputs given, exist, readable and of a known format; the output a .jsonl/.csv file (not a folder) and
+    the errors file, their partial files and the checkpoint neither an input nor unwritable.
+    Raises LabelError/IngestError with one line naming the file and the fix."""
+    inputs = [Path(p) for p in inputs]
+    if not inputs:
+        raise LabelError("no input file")
+    if output.is_dir():
+        raise LabelError(f"-o {output} is a folder; name a file in it, e.g. {output / 'labeled.jsonl'}")
+    kind = output_kind(output)
+    paths = Paths(output, errors or default_errors_path(output))
+    if outputs.same_file(paths.errors, paths.output):
+        raise LabelError("the errors file must differ from the output file")
+    checkpoint.refuse_overwriting_inputs(paths, inputs)
+    formats = [detect_format(p, fmt) for p in inputs]  # IngestError for a missing/empty/unknown file, up front
+    return Plan(inputs, paths, kind, formats)
+
+
+def claim_outputs(paths: Paths):
+    """The lock of the output and of its errors file, held for a ``with`` block: one writer per output."""
+    return outputs.claim([(paths.output, "-o"), (paths.errors, "--errors")])
+
+
 def label_dumps(inputs: Sequence[Path], output: Path, backend, *, top_k: int = 3, fmt: str | None = None,
                 errors: Path | None = None, resume: bool = False, chunk_size: int = DEFAULT_CHUNK,
                 on_start: Callable[[int], None] | None = None,
@@ -67,19 +101,19 @@ def label_dumps(inputs: Sequence[Path], output: Path, backend, *, top_k: int = 3
     ``on_rows(the chunk's labeled records with their answers)`` (e.g. to build a report of the run).
     """
     started = time.perf_counter()
-    inputs = [Path(p) for p in inputs]
-    if not inputs:
-        raise LabelError("no input file")
-    kind = output_kind(output)
+    plan = plan_run(inputs, output, errors=errors, fmt=fmt)
     if not 1 <= top_k <= backend.n_labels:
         raise LabelError(f"--top-k must be between 1 and {backend.n_labels} (the number of labels), got {top_k}")
     if chunk_size < 1:
         raise LabelError("--chunk-size must be at least 1")
-    paths = Paths(output, errors or default_errors_path(output))
-    if paths.errors.resolve() == paths.output.resolve():
-        raise LabelError("the errors file must differ from the output file")
-    checkpoint.refuse_overwriting_inputs(paths, inputs)
-    formats = [detect_format(p, fmt) for p in inputs]  # IngestError for a missing/empty/unknown file, up front
+    with claim_outputs(plan.paths):  # re-entrant: the CLI has claimed them already, before loading the model
+        return _label(plan, backend, top_k=top_k, resume=resume, chunk_size=chunk_size, on_start=on_start,
+                      on_total=on_total, on_chunk=on_chunk, on_rows=on_rows, notice=notice, started=started)
+
+
+def _label(plan: Plan, backend, *, top_k: int, resume: bool, chunk_size: int, on_start, on_total, on_chunk,
+           on_rows, notice, started: float) -> LabelResult:
+    inputs, paths, kind, formats = plan.inputs, plan.paths, plan.kind, plan.formats
     settings = {"version": checkpoint.VERSION, "inputs": fingerprint(inputs), "formats": formats,
                 "output": str(paths.output.resolve()), "errors": str(paths.errors.resolve()), "kind": kind,
                 "top_k": top_k, "model": backend.identity}
