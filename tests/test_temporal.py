@@ -225,3 +225,22 @@ def test_budget_leaves_a_costly_candidate_out_by_default_and_lets_it_win_when_na
     measured = run_sweep([labeled_subset], folds=2, seed=1, register=False, console=Console(width=250))
     assert {r.candidate.name for r in measured.results} == {"weak", sneaky.name}
     assert measured.ineligible == [sneaky.name] and measured.winner.candidate.name == "weak"
+
+
+def test_fits_side_by_side_give_the_same_results_as_one_at_a_time():
+    data = _three_sources()
+    temporal, _ = temporal_direction(data)
+    directions = shift_directions(data.sources, temporal.train)
+    plain = Candidate("plain-lr", "logreg", "tfidf", {}, lambda n, seed: TextClassifier(
+        TfidfVectorizer(), LogisticRegression(C=3.0, max_iter=200, random_state=seed), n))
+    ensemble = ensemble_of("plain-ens", [plain], steps=2)
+    split = fold_indices(data.y, data.space, 3, 0)
+    one, two = (evaluate_candidates([plain, ensemble], data, split, 0, directions=directions, temporal=temporal,
+                                    n_jobs=jobs) for jobs in (1, 2))
+    for a, b in zip(one, two):
+        np.testing.assert_allclose(a.cv.oof_proba, b.cv.oof_proba)
+        np.testing.assert_allclose(a.selection_proba, b.selection_proba)
+        timing = ("seconds", "ms_per_abstract")
+        assert {k: v for k, v in a.metrics.items() if not k.endswith(timing)} == \
+            {k: v for k, v in b.metrics.items() if not k.endswith(timing)}
+    np.testing.assert_allclose(one[0].temporal.inner_oof["2024-to-2025"], two[0].temporal.inner_oof["2024-to-2025"])

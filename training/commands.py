@@ -36,6 +36,9 @@ def train(
         "--budget-ms", min=0.0, help="Predict cost per abstract (ms) the default sweep stays within: costlier "
         "candidates are left out (listed), and one measured over it cannot win. Named candidates (-c) run "
         "whatever they cost.")] = 5.0,
+    jobs: Annotated[Optional[int], typer.Option(
+        "--jobs", "-j", min=1, help="Fits run side by side (worker processes). Default: one per core, at most 2; "
+        "the results do not depend on it.")] = None,
     rename: Annotated[Optional[list[str]], typer.Option(
         "--rename", help="OLD=NEW: train OLD's examples as the track NEW (repeatable; added to the built-in "
         "map of renamed tracks, e.g. 2024's 'Applications · Genetics, Cell Biology, etc').")] = None,
@@ -47,7 +50,7 @@ def train(
     paths = data or default_data_paths(settings.current().data_dir)
     result = run_sweep(paths, fmt=fmt, candidate_names=candidates, folds=folds, seed=seed,
                        use_title=use_title, register=register, console=console, accept_suggested=accept_suggested,
-                       budget_ms=budget_ms, renames=rename or ())
+                       budget_ms=budget_ms, renames=rename or (), jobs=jobs)
     _print_results(result)
 
 
@@ -100,39 +103,56 @@ def _print_results(result) -> None:
 def runs(
     all_sweeps: Annotated[bool, typer.Option("--all", help="Every sweep's candidates, not just the latest sweep.")] = False,
     limit: Annotated[int, typer.Option(min=1, help="At most this many rows.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Every column of every row as JSON (one array).")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Every column of every row as CSV.")] = False,
 ) -> None:
-    """Leaderboard of candidate runs from MLflow (best first)."""
-    from papertrack import store
+    """Leaderboard of candidate runs from MLflow (best first; * marks the registered champion's run)."""
+    from papertrack import registry, store
     from papertrack.training.leaderboard import leaderboard
 
+    if as_json and as_csv:
+        raise typer.BadParameter("choose one of --json and --csv")
     uri = store.configure()
     board = leaderboard(latest_sweep_only=not all_sweeps, limit=limit)
     if board.empty:
         console.print(f"No runs in {uri}. Run [bold]papertrack train[/] first.")
         raise typer.Exit(1)
-    table = Table(title=f"papertrack runs — {uri}")
-    shift = board["shift_label_top3"].notna().any()
+    champion = registry.current_champion()
+    champion_run = champion.tags.get("run_id") if champion is not None else None
+    board.insert(0, "champion", board["run_id"] == champion_run)
+    board["started"] = board["started"].astype(str)
+    if as_json or as_csv:
+        out = board.to_json(orient="records", indent=1) if as_json else board.to_csv(index=False)
+        sys.stdout.write(out if out.endswith("\n") else out + "\n")
+        return
     later = board["temporal_label_top3"].notna().any()
-    for column in ("run", "candidate", "family", *(TEMPORAL_COLUMNS if later else ()), "CV top3", "CV top1",
-                   "CV macro-F1", "CV area top1", "log-loss", "ECE", *(SHIFT_COLUMNS if shift else ()),
-                   "ms/abstract", "fit s"):
-        table.add_column(column)
+    shift = board["shift_label_top3"].notna().any()
+    columns = {**({"next-yr top3": "temporal_label_top3", "top1": "temporal_label_top1",
+                   "area": "temporal_area_top1"} if later else {}),
+               "CV top3": "label_top3", **({"shift top3": "shift_label_top3"} if shift else {}),
+               "ms": "predict_ms_per_abstract"}
+    table = Table(title=f"papertrack runs — {uri}", title_justify="left", pad_edge=False, box=None)
+    table.add_column("", width=1, no_wrap=True)
+    table.add_column("candidate", no_wrap=True, overflow="fold")
+    for column in columns:
+        table.add_column(column, justify="right", no_wrap=True)
+    if all_sweeps:
+        table.add_column("data", no_wrap=True)
 
     def cell(value, spec: str = ".3f") -> str:
         return "-" if value is None or value != value else format(value, spec)
 
     for row in board.to_dict("records"):
-        table.add_row(row["run_id"][:8], row["candidate"], row["family"],
-                      *((cell(row[k]) for k in TEMPORAL_COLUMNS.values()) if later else ()),
-                      *(cell(row[k]) for k in ("label_top3", "label_top1", "label_macro_f1", "area_top1", "log_loss",
-                                               "ece")),
-                      *((cell(row[k]) for k in SHIFT_COLUMNS.values()) if shift else ()),
-                      cell(row["predict_ms_per_abstract"]), cell(row["fit_seconds"], ".1f"))
+        values = [cell(row[k], ".2f" if k == "predict_ms_per_abstract" else ".3f") for k in columns.values()]
+        table.add_row("*" if row["champion"] else "", row["candidate"], *values,
+                      *([str(row.get("data_digest") or "-")[:8]] if all_sweeps else []),
+                      style="bold" if row["champion"] else None)
     console.print(table)
-    console.print(("next-year: trained on the earlier years, tested on the latest; " if later else "")
-                  + "CV: cross-validated on all sources; shift: trained on the other source(s), tested on the "
-                  "held-out one. ms/abstract: predict cost. Best first by "
-                  + ("next-year top3" if later else "shift top3" if shift else "CV top3") + ".")
+    console.print(("next-yr: trained on the earlier years, tested on the latest; " if later else "")
+                  + "CV: cross-validated on all sources; " + ("shift: trained on the other source(s), tested on "
+                  "the held-out one; " if shift else "") + "ms: predict cost per abstract; * champion. Best first "
+                  "by " + ("next-yr top3" if later else "shift top3" if shift else "CV top3")
+                  + ". Every column: --json / --csv.", soft_wrap=False)
     if uri.startswith(("http://", "https://")):
         console.print(f"Compare visually: open {uri} (the tracking server's UI)")
     else:

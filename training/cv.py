@@ -9,7 +9,6 @@ counts as a miss — the cross-validated figures are therefore honest for the lo
 
 from __future__ import annotations
 
-import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -71,20 +70,20 @@ def fold_indices(y: np.ndarray, space: LabelSpace, folds: int, seed: int) -> lis
 
 def cross_validate(build: Callable[[], object], texts: Sequence[str], y: np.ndarray, space: LabelSpace,
                    split: Sequence[tuple[np.ndarray, np.ndarray]],
-                   on_fold: Callable[[int], None] | None = None) -> CVResult:
+                   on_fold: Callable[[int], None] | None = None, n_jobs: int = 1) -> CVResult:
     """Out-of-fold probabilities of a freshly built classifier per fold of ``split`` (see
-    :func:`fold_indices`)."""
-    texts = np.asarray(texts, dtype=object)
-    oof = np.zeros((len(y), space.n_labels))
-    fit_s = predict_s = 0.0
-    for i, (train, test) in enumerate(split):
-        model = build()
-        start = time.perf_counter()
-        model.fit(list(texts[train]), y[train])
-        fit_s += time.perf_counter() - start
-        start = time.perf_counter()
-        oof[test] = model.predict_proba(list(texts[test]))
-        predict_s += time.perf_counter() - start
-        if on_fold:
-            on_fold(i)
-    return CVResult(oof, fit_s, predict_s, len(split))
+    :func:`fold_indices`); ``n_jobs`` folds at a time (:func:`papertrack.training.fits.run_fits`)."""
+    from papertrack.training.fits import Fit, run_fits
+
+    fits = [Fit(i, train, test) for i, (train, test) in enumerate(split)]
+    outputs = run_fits(build, texts, y, fits, n_jobs, (lambda f: on_fold(f.key)) if on_fold else None)
+    return cv_result(fits, outputs, len(y), space.n_labels)
+
+
+def cv_result(fits, outputs, n: int, n_labels: int) -> CVResult:
+    """The CVResult of finished fold fits (:class:`papertrack.training.fits.Fit` and their outputs)."""
+    oof = np.zeros((n, n_labels))
+    for fit in fits:
+        oof[fit.test] = outputs[fit.key].proba
+    return CVResult(oof, sum(outputs[f.key].fit_seconds for f in fits),
+                    sum(outputs[f.key].predict_seconds for f in fits), len(fits))

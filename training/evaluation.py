@@ -28,7 +28,8 @@ import numpy as np
 
 from papertrack.models.candidates import Candidate
 from papertrack.models.ensemble import combine, with_weights
-from papertrack.training.cv import CVResult, cross_validate, fold_indices
+from papertrack.training.cv import CVResult, cv_result, fold_indices
+from papertrack.training.fits import Fit, run_fits
 from papertrack.training.data import Direction, TrainingSet
 from papertrack.training.ensemble import cross_validate_ensemble, select_weights
 from papertrack.training.metrics import evaluate
@@ -121,10 +122,11 @@ def temporal_metrics(temporal: ShiftResult) -> dict[str, float]:
 
 def evaluate_candidates(candidates: Sequence[Candidate], data: TrainingSet, split: Split, seed: int,
                         listener: Listener | None = None, directions: Sequence[Direction] = (),
-                        temporal: Direction | None = None) -> list[CandidateResult]:
+                        temporal: Direction | None = None, n_jobs: int = 1) -> list[CandidateResult]:
     """Results of every candidate, in order: singles first (cross-validated on ``split`` and, with
-    ``temporal`` and ``directions``, fitted on each direction's training side), then ensembles (evaluated
-    on their members' held-out probabilities; every member must be among the singles)."""
+    ``temporal`` and ``directions``, fitted on each direction's training side; ``n_jobs`` fits at a time),
+    then ensembles (evaluated on their members' held-out probabilities; every member must be among the
+    singles)."""
     listener = listener or Listener()
     singles = [c for c in candidates if not c.is_ensemble]
     ensembles = [c for c in candidates if c.is_ensemble]
@@ -136,23 +138,8 @@ def evaluate_candidates(candidates: Sequence[Candidate], data: TrainingSet, spli
     results = []
     for candidate in singles:
         listener.candidate_started(candidate)
-        build = lambda c=candidate: c.build(data.space.n_labels, seed)  # noqa: E731
-        done = lambda _=None, c=candidate: listener.fold_done(c)  # noqa: E731
-        cv = cross_validate(build, data.texts, data.y, data.space, split, on_fold=done)
-        metrics = evaluate(cv.oof_proba, data.y, data.space)
-        embedding_ms = sum(_encode_cost(b, data, encode_ms) for b in _backends(candidate, data, seed))
-        metrics.update(fit_seconds=cv.fit_seconds / cv.folds,
-                       predict_ms_per_abstract=cv.predict_ms_per_abstract + embedding_ms)
-        if embedding_ms:
-            metrics["embedding_ms_per_abstract"] = embedding_ms
-        shift = later = None
-        if temporal is not None:
-            later = shift_holdout(build, data, [temporal], seed, candidate.name in members, done)
-            metrics.update(temporal_metrics(later), temporal_fit_seconds=later.fit_seconds)
-        if directions:
-            shift = shift_holdout(build, data, directions, seed, candidate.name in members, done)
-            metrics.update(shift_metrics(shift), shift_fit_seconds=shift.fit_seconds / len(directions))
-        results.append(CandidateResult(candidate, metrics, cv, shift=shift, y=data.y, temporal=later))
+        results.append(_evaluate_single(candidate, data, split, seed, temporal, directions, candidate.name in members,
+                                        n_jobs, lambda _=None, c=candidate: listener.fold_done(c), encode_ms))
         listener.candidate_done(results[-1])
     by_name = {r.candidate.name: r for r in results}
     for candidate in ensembles:
@@ -176,27 +163,76 @@ def _encode_cost(backend: str, data: TrainingSet, cache: dict[str, float]) -> fl
     return cache[backend]
 
 
-def shift_holdout(build, data: TrainingSet, directions: Sequence[Direction], seed: int, inner: bool = False,
-                  done=lambda: None) -> ShiftResult:
-    """A freshly built model per direction, fitted on its training side and scored on its held-out
-    source; with ``inner``, also the training side's own out-of-fold probabilities (for ensemble
-    weights)."""
-    texts = np.asarray(data.texts, dtype=object)
+def _evaluate_single(candidate: Candidate, data: TrainingSet, split: Split, seed: int, temporal: Direction | None,
+                     directions: Sequence[Direction], inner: bool, n_jobs: int, done,
+                     encode_ms: dict[str, float]) -> CandidateResult:
+    """Cross-validation and the holdouts of one single candidate, all its fits in one batch."""
+    from papertrack.models.embedding_candidates import needs_embeddings
+
+    build = lambda: candidate.build(data.space.n_labels, seed)  # noqa: E731
+    cv_fits = [Fit(("cv", i), train, test) for i, (train, test) in enumerate(split)]
+    groups = {"temporal": [temporal] if temporal is not None else [], "shift": list(directions)}
+    holdout_fits = {group: _holdout_fits(data, ds, seed, inner, group) for group, ds in groups.items()}
+    fits = [*cv_fits, *(f for group_fits, _ in holdout_fits.values() for f in group_fits)]
+    # embedding candidates stay in this process: its embedder holds the model and the cache
+    outputs = run_fits(build, data.texts, data.y, fits, 1 if needs_embeddings(candidate) else n_jobs,
+                       lambda f: done())
+    cv = cv_result(cv_fits, outputs, len(data.y), data.space.n_labels)
+    metrics = evaluate(cv.oof_proba, data.y, data.space)
+    embedding_ms = sum(_encode_cost(b, data, encode_ms) for b in _backends(candidate, data, seed))
+    metrics.update(fit_seconds=cv.fit_seconds / cv.folds,
+                   predict_ms_per_abstract=cv.predict_ms_per_abstract + embedding_ms)
+    if embedding_ms:
+        metrics["embedding_ms_per_abstract"] = embedding_ms
+    shift = later = None
+    if temporal is not None:
+        later = _holdout_result(data, groups["temporal"], outputs, "temporal", holdout_fits["temporal"][1])
+        metrics.update(temporal_metrics(later), temporal_fit_seconds=later.fit_seconds)
+    if directions:
+        shift = _holdout_result(data, groups["shift"], outputs, "shift", holdout_fits["shift"][1])
+        metrics.update(shift_metrics(shift), shift_fit_seconds=shift.fit_seconds / len(directions))
+    return CandidateResult(candidate, metrics, cv, shift=shift, y=data.y, temporal=later)
+
+
+def _holdout_fits(data: TrainingSet, directions: Sequence[Direction], seed: int, inner: bool,
+                  group: str) -> tuple[list[Fit], dict[str, list[tuple[np.ndarray, np.ndarray]]]]:
+    """Per direction: the fit of its training side (scored on its held-out rows) and, with ``inner``, the
+    inner folds of that training side (for ensemble weights); and the inner splits (positions within the
+    training side)."""
+    fits, inner_splits = [], {}
+    for d in directions:
+        fits.append(Fit((group, d.name), d.train, d.test))
+        if inner:
+            inner_splits[d.name] = fold_indices(data.y[d.train], data.space, INNER_FOLDS, seed)
+            fits += [Fit((group, d.name, j), d.train[a], d.train[b]) for j, (a, b) in enumerate(inner_splits[d.name])]
+    return fits, inner_splits
+
+
+def _holdout_result(data: TrainingSet, directions: Sequence[Direction], outputs: dict, group: str,
+                    inner_splits: dict[str, list[tuple[np.ndarray, np.ndarray]]]) -> ShiftResult:
     proba = np.zeros((len(data.y), data.space.n_labels))
     per_direction, inner_oof, fit_seconds = {}, {}, 0.0
     for d in directions:
-        started = time.perf_counter()
-        model = build().fit(list(texts[d.train]), data.y[d.train])
-        fit_seconds += time.perf_counter() - started
-        proba[d.test] = model.predict_proba(list(texts[d.test]))
+        output = outputs[(group, d.name)]
+        proba[d.test] = output.proba
+        fit_seconds += output.fit_seconds
         per_direction[d.name] = _direction_metrics(proba[d.test], data.y[d.test], data)
-        done()
-        if inner:  # the training side's own out-of-fold probabilities, for ensemble weights
-            y_train = data.y[d.train]
-            inner_split = fold_indices(y_train, data.space, INNER_FOLDS, seed)
-            inner_oof[d.name] = cross_validate(build, list(texts[d.train]), y_train, data.space, inner_split,
-                                               on_fold=lambda _: done()).oof_proba
+        if d.name in inner_splits:
+            oof = np.zeros((len(d.train), data.space.n_labels))
+            for j, (_, b) in enumerate(inner_splits[d.name]):
+                oof[b] = outputs[(group, d.name, j)].proba
+            inner_oof[d.name] = oof
     return ShiftResult(proba, per_direction, fit_seconds, inner_oof, rows=_held_rows(directions, len(data.y)))
+
+
+def shift_holdout(build, data: TrainingSet, directions: Sequence[Direction], seed: int, inner: bool = False,
+                  done=lambda: None, n_jobs: int = 1) -> ShiftResult:
+    """A freshly built model per direction, fitted on its training side and scored on its held-out
+    source; with ``inner``, also the training side's own out-of-fold probabilities (for ensemble
+    weights)."""
+    fits, inner_splits = _holdout_fits(data, directions, seed, inner, "shift")
+    outputs = run_fits(build, data.texts, data.y, fits, n_jobs, lambda f: done())
+    return _holdout_result(data, directions, outputs, "shift", inner_splits)
 
 
 def _direction_metrics(proba: np.ndarray, y: np.ndarray, data: TrainingSet) -> dict[str, float]:

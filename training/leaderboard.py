@@ -32,7 +32,8 @@ def leaderboard(latest_sweep_only: bool = True, limit: int = 50) -> pd.DataFrame
     if runs.empty:
         return runs
     table = pd.DataFrame({"run_id": runs["run_id"], "candidate": runs["tags.candidate"],
-                          "family": runs["tags.family"], "started": runs["start_time"]})
+                          "family": runs["tags.family"], "started": runs["start_time"],
+                          "data_digest": runs.get("params.data_digest")})
     for column in COLUMNS:
         table[column] = runs.get(f"metrics.{column}")
     keys = [rank_key({k: v for k, v in row.items() if v == v and v is not None})

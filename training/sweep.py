@@ -162,8 +162,12 @@ def pip_requirements(candidate: Candidate) -> list[str]:
 def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_names: list[str] | None = None,
               folds: int = 5, seed: int = 42, use_title: bool = False, register: bool = True,
               console: Console | None = None, accept_suggested: bool = False,
-              budget_ms: float | None = DEFAULT_BUDGET_MS, renames: Sequence[str] = ()) -> SweepResult:
+              budget_ms: float | None = DEFAULT_BUDGET_MS, renames: Sequence[str] = (),
+              jobs: int | None = None) -> SweepResult:
+    from papertrack.training.fits import default_jobs
+
     console = console or Console()
+    jobs = jobs or default_jobs()
     started = time.perf_counter()
     rename_map = RenameMap.with_extra(renames)
     budget = None if candidate_names else budget_ms  # candidates named with -c run and may win whatever they cost
@@ -227,7 +231,7 @@ def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_n
             mlflow.log_metrics({"embedding_seconds": embed_seconds, "embedded_texts": embedded})
         split = fold_indices(data.y, data.space, folds, seed)
         with _SweepListener(console, data, dataset, common) as listener:
-            results = evaluate_candidates(candidates, data, split, seed, listener, directions, temporal)
+            results = evaluate_candidates(candidates, data, split, seed, listener, directions, temporal, jobs)
         eligible, ineligible = within_budget(results, budget)
         if ineligible:
             console.print(f"  [yellow]measured over the {budget:g} ms budget, so not eligible to win: " + ", ".join(

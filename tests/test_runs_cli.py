@@ -1,0 +1,46 @@
+"""`papertrack runs`: readable at 80 columns, the champion marked, and machine-readable output."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+pytestmark = pytest.mark.slow  # uses the trained sweep
+
+
+def _run(monkeypatch, *args: str, width: int = 80) -> str:
+    from papertrack.cli import app
+    from papertrack.training import commands
+
+    recorded = Console(width=width, record=True, file=io.StringIO())
+    monkeypatch.setattr(commands, "console", recorded)
+    result = CliRunner().invoke(app, ["runs", *args])
+    assert result.exit_code == 0, result.output
+    return recorded.export_text() + result.output
+
+
+def test_runs_table_fits_80_columns_and_marks_the_champion(trained, monkeypatch):
+    text = _run(monkeypatch)
+    winner = trained["result"].winner.candidate.name
+    lines = text.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert "…" not in text  # nothing cut
+    assert any(line.startswith("*") and winner in line for line in lines)
+    assert "next-yr top3" in text and "ms" in text
+
+
+def test_runs_json_and_csv_carry_every_column(trained, monkeypatch):
+    rows = json.loads(_run(monkeypatch, "--json"))
+    names = {r.candidate.name for r in trained["result"].results}
+    assert {row["candidate"] for row in rows} == names
+    (champion,) = [row for row in rows if row["champion"]]
+    assert champion["run_id"] == trained["result"].winner.run_id
+    assert {"temporal_label_top3", "label_top3", "shift_label_top3", "predict_ms_per_abstract"} <= set(champion)
+    table = list(csv.DictReader(io.StringIO(_run(monkeypatch, "--csv"))))
+    assert [row["candidate"] for row in table] == [row["candidate"] for row in rows]
+    assert float(table[0]["temporal_label_top3"]) == pytest.approx(rows[0]["temporal_label_top3"])
