@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv (Python 3.11) and install papertrack with its extras (embeddings, spark, team) and the test tools.
-# Idempotent: a second run only checks that everything is installed.
+# `scripts/setup.sh core` installs papertrack alone (what the main job needs: TF-IDF models, MLflow, BentoML),
+# without torch, Spark, psycopg or the test tools. Idempotent: a second run only checks what is installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3.11}
@@ -11,6 +12,10 @@ if [ ! -x .venv/bin/python ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
 fi
 # torch==2.13.0 is pinned in the [embeddings] extra: pip takes the local CPU wheel instead of a CUDA build.
-.venv/bin/python -m pip install --quiet --progress-bar off -e ".[embeddings,spark,team,dev]"
+if [ "${1:-all}" = core ]; then
+  .venv/bin/python -m pip install --quiet --progress-bar off -e .
+else
+  .venv/bin/python -m pip install --quiet --progress-bar off -e ".[embeddings,spark,team,dev]"
+fi
 .venv/bin/papertrack --help >/dev/null
 echo "papertrack installed in $(pwd)/.venv"
