@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,30 @@ def trained(labeled_subset, tmp_path_factory):
     os.environ["PAPERTRACK_HOME"] = str(home)
     result = run_sweep([labeled_subset], candidate_names=FAST_CANDIDATES, folds=3, seed=7)
     return {"home": home, "result": result, "model_uri": "models:/papertrack@champion", "data": labeled_subset}
+
+
+@contextmanager
+def bentoml_home(home: Path):
+    """A temporary BentoML home: the env var (for subprocesses) and BentoML's container singletons (this
+    process) point at ``home`` inside the block, and are restored after it."""
+    from bentoml._internal.bento import BentoStore
+    from bentoml._internal.configuration.containers import BentoMLContainer
+    from bentoml._internal.models import ModelStore
+    from bentoml._internal.server.metrics.prometheus import PrometheusClient
+
+    for sub in ("models", "bentos", "envs", "tmp"):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+    saved = {k: os.environ.get(k) for k in ("BENTOML_HOME", "PAPERTRACK_BENTO_MODEL")}
+    os.environ["BENTOML_HOME"] = str(home)
+    try:
+        with BentoMLContainer.bentoml_home.patch(str(home)), \
+                BentoMLContainer.model_store.patch(ModelStore(home / "models")), \
+                BentoMLContainer.bento_store.patch(BentoStore(home / "bentos")), \
+                BentoMLContainer.metrics_client.patch(PrometheusClient(multiproc=False)):
+            yield home
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

@@ -20,6 +20,8 @@ import pytest
 from papertrack import settings
 from papertrack.errors import NoModelError
 
+from .conftest import bentoml_home
+
 os.environ.setdefault("BENTOML_DO_NOT_TRACK", "true")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
@@ -38,26 +40,8 @@ ABSTRACTS = [
 @pytest.fixture(scope="module")
 def bento_home(trained, tmp_path_factory):
     """A temporary BentoML home (env var for subprocesses, container singletons patched in this process)."""
-    from bentoml._internal.bento import BentoStore
-    from bentoml._internal.configuration.containers import BentoMLContainer
-    from bentoml._internal.models import ModelStore
-    from bentoml._internal.server.metrics.prometheus import PrometheusClient
-
-    home = tmp_path_factory.mktemp("bentoml-home")
-    for sub in ("models", "bentos", "envs", "tmp"):
-        (home / sub).mkdir()
-    saved = {k: os.environ.get(k) for k in ("BENTOML_HOME", "PAPERTRACK_BENTO_MODEL")}
-    os.environ["BENTOML_HOME"] = str(home)
-    with BentoMLContainer.bentoml_home.patch(str(home)), \
-            BentoMLContainer.model_store.patch(ModelStore(home / "models")), \
-            BentoMLContainer.bento_store.patch(BentoStore(home / "bentos")), \
-            BentoMLContainer.metrics_client.patch(PrometheusClient(multiproc=False)):
+    with bentoml_home(tmp_path_factory.mktemp("bentoml-home")) as home:
         yield home
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
 
 
 @pytest.fixture(scope="module")

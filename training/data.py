@@ -90,7 +90,7 @@ class TrainingSet:
         return pd.DataFrame({"id": [r.id for r in self.records], "title": [r.title for r in self.records],
                              "abstract": [r.abstract for r in self.records],
                              "label": self.labels, "source": self.sources.tolist(),
-                             "year": self.years.tolist()})
+                             "year": [str(y) if y >= 0 else "" for y in self.years.tolist()]})
 
     def label_distribution(self) -> pd.DataFrame:
         """Records per label and source (one column per source, then the total), largest first."""
