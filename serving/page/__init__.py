@@ -40,10 +40,9 @@ async def index() -> FileResponse:
 
 
 async def openapi_page() -> FileResponse:
-    """BentoML's own OpenAPI (Swagger UI) page, which it serves at ``/`` when nothing else does."""
-    import _bentoml_impl.server as bentoml_server
-
-    return FileResponse(Path(bentoml_server.__file__).parent / "main-openapi.html", media_type="text/html")
+    """BentoML's OpenAPI (Swagger UI) page with BentoML's Swagger UI files, but not its template, which loads
+    Google Tag Manager from the network and runs inline scripts (refused by the page's Content-Security-Policy)."""
+    return FileResponse(STATIC / "docs.html", media_type="text/html")
 
 
 def _error(message: str, status: int = 400) -> Response:
