@@ -17,7 +17,8 @@ costs more than ``INLINE_MAX_MS`` (measured at start-up; a TF-IDF model answers 
 a thread hop), ``/predict_batch`` and ``/drift`` are synchronous (BentoML's thread pool).
 
 In front of the endpoints (outermost first): :class:`~.balance.ConnectionRecycler` (keep-alive clients
-spread over workers), :class:`~.origin.OriginGuard` (Host and Origin checks), :class:`~.openapi.SpecRoute`
+spread over workers), :class:`~.responses.ResponsePolicy` (JSON 404/405; CSP and frame headers on the
+pages), :class:`~.origin.OriginGuard` (Host and Origin checks), :class:`~.openapi.SpecRoute`
 (the corrected OpenAPI spec) and :class:`~.guard.RequestGuard` (Content-Type, size, 400 messages).
 Metrics label unknown paths as one endpoint (:mod:`.metrics`); the service never writes request
 abstracts to the embedding cache on disk (``papertrack serve``/``build`` set ``PAPERTRACK_EMBEDDING_CACHE=off``
@@ -51,6 +52,7 @@ from papertrack.serving.drift import request_schema as drift_request_schema
 from papertrack.serving.guard import RequestGuard, error_body
 from papertrack.serving.openapi import SpecRoute
 from papertrack.serving.origin import OriginGuard
+from papertrack.serving.responses import ResponsePolicy
 
 logger = logging.getLogger("bentoml.papertrack")  # under "bentoml": shown in the server log
 INLINE_MAX_MS = 3.0  # a model predicting one abstract faster than this answers /predict in the event loop
@@ -240,6 +242,7 @@ def _api_routes() -> list[str]:
 metrics.install(_api_routes)
 # added outermost first (BentoML wraps them in this order)
 PaperTrack.add_asgi_middleware(ConnectionRecycler)
+PaperTrack.add_asgi_middleware(ResponsePolicy)
 PaperTrack.add_asgi_middleware(OriginGuard)
 PaperTrack.add_asgi_middleware(SpecRoute, spec=lambda: PaperTrack.openapi_spec.asdict(),
                                n_labels=lambda: _served.get("n_labels"))
