@@ -153,6 +153,7 @@ class PaperTrack:
             use_title=self.predictor.use_title, n_labels=space.n_labels, labels=list(space.labels),
             areas=list(space.areas), hierarchy=space.hierarchy(),
             metrics={k: float(v) for k, v in metrics.items()}, limits=schemas.LIMITS,
+            confidence=_confidence(self.predictor.confidence),
         )
         # One abstract per call: BLAS thread pools (OpenBLAS: the LR and kNN on embeddings) get tiny matrices
         # and their extra threads only spin — measured: 209 -> 102 ms of CPU per /predict of an embedding
@@ -258,6 +259,14 @@ def _bento_model_tag() -> str | None:
         if info.name == PaperTrack.name and info.models:
             return str(info.models[0].tag)
     return None
+
+
+def _confidence(confidence) -> dict[str, float] | None:
+    """What GET /metadata says about the confident flag and the prediction sets (the page explains "unsure")."""
+    if confidence is None:
+        return None
+    return {"top1_threshold": float(confidence.top1_threshold), "target_precision": float(confidence.target_precision),
+            "coverage": float(confidence.coverage)}
 
 
 def _where(pool) -> str:
