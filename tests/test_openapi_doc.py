@@ -102,8 +102,8 @@ def test_docs_render_in_chromium_without_leaving_loopback(browser, server):
         paths = page.locator(".opblock-summary-path").all_inner_texts()
         assert {"/predict", "/predict_batch", "/explain", "/drift", "/metadata"} <= {p.strip() for p in paths}
         assert page.locator(".errors-wrapper").count() == 0  # Swagger UI's "unable to render" box
-        page.click("#operations-Service_APIs-predict .opblock-summary")  # an operation expands
-        page.wait_for_selector("#operations-Service_APIs-predict .responses-table")
+        page.click("#operations-Service_APIs-papertrack__predict .opblock-summary")  # an operation expands
+        page.wait_for_selector("#operations-Service_APIs-papertrack__predict .responses-table")
         page.wait_for_timeout(500)
     finally:
         context.close()
