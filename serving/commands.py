@@ -56,11 +56,14 @@ def serve(
     """Import the champion into the BentoML model store and serve it over HTTP (bentoml serve)."""
     from papertrack.serving.store import service_env
 
+    if _port_in_use(host, port):  # before anything is printed: BentoML would fail late, with a long traceback
+        raise UsageError(f"port {port} on {host} is in use; pass --port with a free one (e.g. --port {port + 1})")
     model = _champion_or_exit(alias)
     env = service_env(str(model.tag), workers=workers, access_log=access_log)
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
     _say(f"Serving {model.tag} (papertrack v{model.info.metadata.get('version')}, "
-         f"run {str(model.info.metadata.get('run_id'))[:8]}) on http://{host}:{port} "
-         f"with {workers} worker(s) — OpenAPI page at /, metadata at /metadata")
+         f"run {str(model.info.metadata.get('run_id'))[:8]}) on {url} "
+         f"with {workers} worker(s) — page at /, OpenAPI page at /docs, metadata at /metadata")
     sys.stdout.flush()
     if host not in LOOPBACK_HOSTS and not settings.current().allowed_hosts:
         _note(f"binding {host}: requests must name this machine in their Host header; list the names clients use "
@@ -70,6 +73,29 @@ def serve(
     command = [sys.executable, "-m", "papertrack.serving.launch", "serve", SERVICE, "--host", host,
                "--port", str(port)]
     os.execve(sys.executable, command, env)  # the server takes over this process (and its PID)
+
+
+def _port_in_use(host: str, port: int) -> bool:
+    """Whether a server already listens on ``host:port`` (binding it the way the server will: SO_REUSEADDR, so
+    connections of a stopped server waiting in TIME_WAIT do not count). A host that does not resolve is left to
+    the server to report."""
+    import socket
+
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror:
+        return False
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                import errno
+
+                if exc.errno == errno.EADDRINUSE:
+                    return True
+    return False
 
 
 def build(

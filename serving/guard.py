@@ -137,11 +137,17 @@ def encoding_problem(body: bytes) -> str | None:
     except UnicodeDecodeError as exc:
         return (f"byte 0x{body[exc.start]:02x} at offset {exc.start} is not UTF-8; encode the body as UTF-8 "
                 f"(e.g. json.dumps(...).encode('utf-8'))")
-    match = _LONE_SURROGATE.search(text)
-    if match:
-        return (f"{match.group(0)!s} at offset {match.start()} is a lone UTF-16 surrogate escape, which is not a "
+    found = lone_surrogate(text)
+    if found:
+        return (f"{found[0]} at offset {found[1]} is a lone UTF-16 surrogate escape, which is not a "
                 f"character; remove it or send the full surrogate pair (or the character itself)")
     return None
+
+
+def lone_surrogate(text: str) -> tuple[str, int] | None:
+    """The first lone UTF-16 surrogate escape in JSON text (``\\udc00``) and its offset, else None."""
+    match = _LONE_SURROGATE.search(text)
+    return (match.group(0), match.start()) if match else None
 
 
 # a \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or a \uDC00-\uDFFF one not preceded by one

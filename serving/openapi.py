@@ -4,8 +4,11 @@ BentoML generates the spec from the pydantic models but: documents 400 bodies wi
 string (it is a list of {type, loc, msg}), drops ``null`` from optional request fields (``title: null``
 is accepted), writes optional response fields as OpenAPI 3.1 ``anyOf [.., {type: null}]`` in a 3.0
 spec, leaves the request body optional, cannot know ``top_k``'s real maximum (the served model's
-number of labels) and omits 413 (body too large), 415 (not JSON), 421 (Host not served) and
-403 (cross-origin). :func:`corrected` fixes each; :class:`SpecRoute` answers ``/docs.json`` with it.
+number of labels), describes the service with BentoML's README (badge images from five other sites, which
+the OpenAPI page would load) and omits 413 (body too large), 415 (not JSON), 421 (Host not served) and
+403 (cross-origin), and keys its error responses by int (``400``), which ``json.dumps`` writes as a second
+``"400"`` key next to the corrected one (Swagger UI: "duplicated mapping key"). :func:`corrected` fixes
+each; :class:`SpecRoute` answers ``/docs.json`` with it.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from papertrack import __version__
 from papertrack.features.ingest import FORMATS
 from papertrack.serving.guard import respond
 
@@ -30,6 +34,10 @@ ERROR_SCHEMA = {
                        "msg": {"type": "string"}}}},
     },
 }
+DESCRIPTION = (
+    "Classify ML paper abstracts into conference tracks (\"Area · Subarea\"). The page for people is at `/`; "
+    "the served model (version, labels, metrics) at `GET /metadata`. Errors are JSON: `{\"error\": one line saying "
+    "what to fix, \"detail\": [...]}`.")
 ERRORS = {
     "400": "Invalid request: the body is not valid JSON or a field is missing, mistyped or out of range.",
     "403": "Cross-origin browser request (an Origin header from another site).",
@@ -46,6 +54,7 @@ PATH_ERRORS = {"/drift": {"409": "The served model carries no training profile (
 def corrected(spec: dict[str, Any], n_labels: int | None) -> dict[str, Any]:
     """A copy of BentoML's spec with the fixes listed in the module doc."""
     spec = copy.deepcopy(spec)
+    spec["info"] = {"title": "papertrack", "version": __version__, "description": DESCRIPTION}
     schemas = spec.setdefault("components", {}).setdefault("schemas", {})
     schemas["ErrorResponse"] = ERROR_SCHEMA
     for name in ("InvalidArgument", "NotFound", "InternalServerError"):
@@ -56,7 +65,10 @@ def corrected(spec: dict[str, Any], n_labels: int | None) -> dict[str, Any]:
         _fix_request_schema(schemas["Paper"], n_labels)
     for path, operations in spec.get("paths", {}).items():
         for method, operation in operations.items():
-            responses = operation.setdefault("responses", {})
+            # BentoML keys its error responses by int (400, 404, 500): json.dumps writes them as "400" next to
+            # the "400" added here, a duplicated key Swagger UI refuses to render. Keys are strings, in order.
+            responses = operation["responses"] = {str(status): answer for status, answer
+                                                  in operation.get("responses", {}).items()}
             if method == "post" and "requestBody" not in operation:  # a raw body (POST /parse_dump: a file)
                 operation["requestBody"] = {"required": True, "content": {"application/octet-stream": {
                     "schema": {"type": "string", "format": "binary"}}}}

@@ -4,6 +4,8 @@ The service binds the loopback interface by default, yet a web page the user ope
 their browser call it: by a cross-origin ``fetch`` (its ``Origin`` header names the other site) or by
 DNS rebinding (the other site's name resolves to 127.0.0.1, so ``Host`` carries that name). So:
 
+* ``Host`` must be a host name or address with an optional port (``name[:port]``, ``[v6]:port``) — else 400
+  (``127.0.0.1:1@evil.com`` is no host: by URL rules it names ``evil.com``);
 * ``Host`` must name an allowed host: ``127.0.0.1``, ``localhost`` or ``[::1]`` (any port), plus the
   names in ``PAPERTRACK_ALLOWED_HOSTS`` (comma-separated; ``*`` allows any) — else 421;
 * a request with an ``Origin`` header (browsers send it on every POST and on cross-origin requests)
@@ -14,6 +16,7 @@ DNS rebinding (the other site's name resolves to 127.0.0.1, so ``Host`` carries 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -21,6 +24,8 @@ from papertrack import settings
 from papertrack.serving.guard import error_body, request_headers, respond
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+# RFC 9110 Host = uri-host [ ":" port ]; names and IPv4 addresses, or an IPv6 address in brackets
+_HOST = re.compile(r"(?:[a-z0-9](?:[a-z0-9._-]*[a-z0-9.])?|\[[0-9a-f:.]+\])(?::[0-9]{0,5})?", re.IGNORECASE)
 
 
 def host_name(host: str) -> str:
@@ -42,6 +47,9 @@ class OriginGuard:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         host, origin = request_headers(scope, b"host", b"origin")
+        if host is not None and host.strip() and not _HOST.fullmatch(host.strip()):
+            return await respond(send, 400, error_body(
+                f"invalid Host header {host[:200]!r}: expected a host name or address and an optional port"))
         if not self.any_host and host is not None and host_name(host) not in self.allowed:
             return await respond(send, 421, error_body(
                 f"Host {host!r} is not served here; allowed: {', '.join(sorted(self.allowed))} "

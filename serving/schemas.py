@@ -159,6 +159,11 @@ class MetadataResponse(BaseModel):
     areas: list[str]
     hierarchy: dict[str, list[str]] = Field(description="Area -> its labels.")
     metrics: dict[str, float] = Field(description="The champion's cross-validated evaluation metrics.")
+    confidence: Optional[dict[str, float]] = Field(None, description=(
+        "How `confident` and `prediction_set` are decided (null for a model trained without them): "
+        "`top1_threshold` (confident <=> top-1 probability >= it), `target_precision` (the top-1 precision it "
+        "was chosen for, on held-out papers) and `coverage` (the share of papers whose prediction set should "
+        "hold their true track)."))
     limits: dict[str, int] = Field(description="Request limits enforced by the service.")
 
 

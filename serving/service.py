@@ -17,7 +17,8 @@ costs more than ``INLINE_MAX_MS`` (measured at start-up; a TF-IDF model answers 
 a thread hop), ``/predict_batch`` and ``/drift`` are synchronous (BentoML's thread pool).
 
 In front of the endpoints (outermost first): :class:`~.balance.ConnectionRecycler` (keep-alive clients
-spread over workers), :class:`~.origin.OriginGuard` (Host and Origin checks), :class:`~.openapi.SpecRoute`
+spread over workers), :class:`~.responses.ResponsePolicy` (JSON 404/405; CSP and frame headers on the
+pages), :class:`~.origin.OriginGuard` (Host and Origin checks), :class:`~.openapi.SpecRoute`
 (the corrected OpenAPI spec) and :class:`~.guard.RequestGuard` (Content-Type, size, 400 messages).
 Metrics label unknown paths as one endpoint (:mod:`.metrics`); the service never writes request
 abstracts to the embedding cache on disk (``papertrack serve``/``build`` set ``PAPERTRACK_EMBEDDING_CACHE=off``
@@ -51,6 +52,7 @@ from papertrack.serving.drift import request_schema as drift_request_schema
 from papertrack.serving.guard import RequestGuard, error_body
 from papertrack.serving.openapi import SpecRoute
 from papertrack.serving.origin import OriginGuard
+from papertrack.serving.responses import ResponsePolicy
 
 logger = logging.getLogger("bentoml.papertrack")  # under "bentoml": shown in the server log
 INLINE_MAX_MS = 3.0  # a model predicting one abstract faster than this answers /predict in the event loop
@@ -151,6 +153,7 @@ class PaperTrack:
             use_title=self.predictor.use_title, n_labels=space.n_labels, labels=list(space.labels),
             areas=list(space.areas), hierarchy=space.hierarchy(),
             metrics={k: float(v) for k, v in metrics.items()}, limits=schemas.LIMITS,
+            confidence=_confidence(self.predictor.confidence),
         )
         # One abstract per call: BLAS thread pools (OpenBLAS: the LR and kNN on embeddings) get tiny matrices
         # and their extra threads only spin — measured: 209 -> 102 ms of CPU per /predict of an embedding
@@ -240,6 +243,7 @@ def _api_routes() -> list[str]:
 metrics.install(_api_routes)
 # added outermost first (BentoML wraps them in this order)
 PaperTrack.add_asgi_middleware(ConnectionRecycler)
+PaperTrack.add_asgi_middleware(ResponsePolicy)
 PaperTrack.add_asgi_middleware(OriginGuard)
 PaperTrack.add_asgi_middleware(SpecRoute, spec=lambda: PaperTrack.openapi_spec.asdict(),
                                n_labels=lambda: _served.get("n_labels"))
@@ -255,6 +259,14 @@ def _bento_model_tag() -> str | None:
         if info.name == PaperTrack.name and info.models:
             return str(info.models[0].tag)
     return None
+
+
+def _confidence(confidence) -> dict[str, float] | None:
+    """What GET /metadata says about the confident flag and the prediction sets (the page explains "unsure")."""
+    if confidence is None:
+        return None
+    return {"top1_threshold": float(confidence.top1_threshold), "target_precision": float(confidence.target_precision),
+            "coverage": float(confidence.coverage)}
 
 
 def _where(pool) -> str:

@@ -2,9 +2,11 @@
 `papertrack serve` on a free loopback port (the server fixture of test_serve_http, stopped by its PID).
 
 Pastes a real abstract, clicks, waits for the bars and checks the top track equals /predict's and that words
-are highlighted; drops a small dump and checks the CSV's row count; and checks that bad input (empty text, a
-30,000-character paste, a binary file, a CSV without an abstract column) shows the API's message. Screenshots
-go to ``test-artifacts/page/`` (``PAPERTRACK_TEST_ARTIFACTS`` overrides the folder).
+are highlighted; drops a small dump and checks the CSV's row count; checks that bad input (empty text, a
+30,000-character paste, a binary file, a CSV without an abstract column) shows the problem in plain words; and
+that an "unsure" answer shows the ranking first, the prediction set folded, what "unsure" means with the model's
+threshold, every area, and is cleared by a later error. Screenshots go to ``test-artifacts/page/``
+(``PAPERTRACK_TEST_ARTIFACTS`` overrides the folder).
 """
 
 from __future__ import annotations
@@ -78,8 +80,8 @@ def test_paste_click_see_tracks_highlights_and_neighbours(page, server, trained)
     term_words = page.inner_text("#terms").split()
     assert marks.first.inner_text().lower() in " ".join(term_words).lower()
     assert page.inner_text("#badge") in ("confident", "unsure")
-    assert page.inner_text("#set-note").startswith(("Prediction set:", "Unsure"))
-    assert expected["prediction_set"][0] in page.inner_text("#set-note")
+    assert page.inner_text("#set-note").startswith(("Confident:", "Unsure:"))
+    assert expected["prediction_set"][0] in page.text_content("#set-list")
     assert page.locator("#neighbors li").count() == 5
     page.screenshot(path=str(ARTIFACTS / "page-1280x800.png"), full_page=True)
 
@@ -87,7 +89,7 @@ def test_paste_click_see_tracks_highlights_and_neighbours(page, server, trained)
     page.fill("#abstract", records(trained, 3)[2]["abstract"])
     page.focus("#abstract")
     page.keyboard.press("Control+Enter")
-    page.wait_for_function("document.querySelector('#paper-status').textContent === ''")
+    page.wait_for_function("() => document.querySelector('#paper-status').textContent === ''")
     page.focus("#tracks li:nth-child(2) .track")
     page.keyboard.press("Enter")
     assert page.get_attribute("#tracks li:nth-child(2) .track", "aria-pressed") == "true"
@@ -102,22 +104,22 @@ def test_bad_input_shows_the_api_message(page):
     page.fill("#abstract", "   ")
     page.click("#classify")
     page.wait_for_selector("#paper-error:not([hidden])")
-    assert "abstract is empty" in page.inner_text("#paper-error")
-    assert "400" in page.inner_text("#paper-error")
+    assert page.inner_text("#paper-error").startswith("The abstract is empty")  # plain words:
+    assert "400" not in page.inner_text("#paper-error") and "invalid request" not in page.inner_text("#paper-error")
 
     page.fill("#abstract", "word " * 6_000)  # 30,000 characters
     page.click("#classify")
-    page.wait_for_function("document.querySelector('#paper-error').textContent.includes('20000')")
+    page.wait_for_function("() => document.querySelector('#paper-error').textContent.includes('20,000')")
     assert "abstract" in page.inner_text("#paper-error")
     page.screenshot(path=str(ARTIFACTS / "page-error-long.png"))
 
     page.set_input_files("#dump-file", files=[{"name": "blob.bin", "mimeType": "application/octet-stream",
                                                "buffer": bytes(range(256)) * 64}])
     page.wait_for_selector("#dump-error:not([hidden])")
-    assert page.inner_text("#dump-error").startswith("400: blob.bin")
+    assert page.inner_text("#dump-error").startswith("blob.bin")
     page.set_input_files("#dump-file", files=[{"name": "papers.csv", "mimeType": "text/csv",
                                                "buffer": b"title,text\nA paper,some text\n"}])
-    page.wait_for_function("document.querySelector('#dump-error').textContent.includes('papers.csv')")
+    page.wait_for_function("() => document.querySelector('#dump-error').textContent.includes('papers.csv')")
     assert "abstract" in page.inner_text("#dump-error")
     assert page.is_hidden("#dump-download") and page.is_hidden("#dump-progress")
 
@@ -143,3 +145,58 @@ def test_drop_a_dump_get_a_csv(page, trained):
     assert all(row["track_1"] and row["prediction_set"] and row["confident"] in ("true", "false") for row in table)
     shutil.copy(path, ARTIFACTS / "dump.labeled.csv")
     page.screenshot(path=str(ARTIFACTS / "page-dump.png"), full_page=True)
+
+
+def test_an_unsure_answer_ranking_first_set_folded_threshold_explained(page, server, trained):
+    import httpx
+
+    url = server["url"]
+    meta = httpx.get(f"{url}/metadata", timeout=10).json()
+    assert set(meta["confidence"]) == {"top1_threshold", "target_precision", "coverage"}
+    unsure, seen = None, []
+    vague = ["We propose a method and evaluate it on several tasks.", "This paper studies a problem and a solution."]
+    for abstract in vague + [record["abstract"] for record in records(trained, 200)]:
+        answer = httpx.post(f"{url}/predict", json={"abstract": abstract, "top_k": 5}, timeout=30).json()
+        seen.append((answer["confident"], answer["tracks"][0]["probability"], len(answer["prediction_set"])))
+        if not answer["confident"] and len(answer["prediction_set"]) > 1:
+            unsure = (abstract, answer)
+            break
+    if unsure is None:
+        pytest.skip(f"the test model is confident on every paper tried: {meta['confidence']} {seen[:10]}")
+    abstract, expected = unsure
+    page.fill("#abstract", abstract)
+    page.click("#classify")
+    page.wait_for_selector("#tracks li .bar")
+    assert page.inner_text("#badge") == "unsure"
+    # the ranking comes first: above the note and the prediction set
+    top = lambda selector: page.locator(selector).bounding_box()["y"]  # noqa: E731
+    assert top("#tracks") < top("#set-note") < top("#set-details")
+    assert page.inner_text("#tracks li:first-child .name") == f"1. {expected['tracks'][0]['label']}"
+    # one line saying what "unsure" means, with the model's threshold
+    note = page.inner_text("#set-note")
+    threshold = meta["confidence"]["top1_threshold"]
+    assert note.startswith("Unsure: ") and "\n" not in note
+    if threshold >= 1:  # a model that is never confident (the tiny test model may be) says so
+        assert "never confident" in note
+    else:
+        shown = f"{100 * threshold:.0f}%" if threshold >= 0.1 else f"{100 * threshold:.1f}%"  # as the page writes it
+        assert f"confidence threshold of {shown}" in note
+    # the prediction set: "N tracks", folded until opened
+    n = len(expected["prediction_set"])
+    assert page.evaluate("document.querySelector('#set-details').tagName") == "DETAILS"
+    assert page.inner_text("#set-summary").startswith(f"Prediction set: {n} tracks")
+    assert not page.evaluate("document.querySelector('#set-details').open")
+    assert not page.locator("#set-list").is_visible()
+    page.click("#set-summary")
+    assert page.locator("#set-list li").all_inner_texts() == expected["prediction_set"]
+    # every area, not the first six
+    assert page.locator("#areas li").count() == len(meta["areas"]) == len(expected["areas"])
+    page.screenshot(path=str(ARTIFACTS / "page_unsure.png"), full_page=True)
+
+    # an error afterwards clears that paper's results, and says what is wrong in plain words
+    page.fill("#abstract", "")
+    page.click("#classify")
+    page.wait_for_selector("#paper-error:not([hidden])")
+    assert page.inner_text("#paper-error").startswith("The abstract is empty")
+    assert page.is_hidden("#results") and page.locator("#tracks li").count() == 0
+    assert page.text_content("#set-note") == "" and page.locator("#areas li").count() == 0

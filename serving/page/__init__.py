@@ -40,10 +40,9 @@ async def index() -> FileResponse:
 
 
 async def openapi_page() -> FileResponse:
-    """BentoML's own OpenAPI (Swagger UI) page, which it serves at ``/`` when nothing else does."""
-    import _bentoml_impl.server as bentoml_server
-
-    return FileResponse(Path(bentoml_server.__file__).parent / "main-openapi.html", media_type="text/html")
+    """BentoML's OpenAPI (Swagger UI) page with BentoML's Swagger UI files, but not its template, which loads
+    Google Tag Manager from the network and runs inline scripts (refused by the page's Content-Security-Policy)."""
+    return FileResponse(STATIC / "docs.html", media_type="text/html")
 
 
 def _error(message: str, status: int = 400) -> Response:
@@ -66,13 +65,36 @@ async def parse_dump(request: Request, filename: str = "dump.txt", format: str |
             return _error(_too_big(filename), 413)
         body += chunk
     name = _SAFE_NAME.sub("_", Path(filename).name)[-120:] or "dump.txt"
+    if not name.strip("."):  # "..", "." : no file name (would be the folder itself, or its parent)
+        return _error(f"filename {filename[:200]!r} is not a file name: give the dump's name, e.g. "
+                      f"?filename=papers.jsonl (its extension tells the layout)")
     try:
         result = await run_in_threadpool(read_dump, bytes(body), name, format)
     except IngestError as exc:
         return _error(f"{name}{'' if exc.line is None else f':{exc.line}'}: {exc.message}")
+    except UnicodeEncodeError:  # a lone surrogate escape (\udc00) the parser let through into a str
+        return _error(_surrogate_message(name, bytes(body)))
     import json
 
-    return Response(json.dumps(result, ensure_ascii=False).encode("utf-8"), media_type="application/json")
+    try:
+        return Response(json.dumps(result, ensure_ascii=False).encode("utf-8"), media_type="application/json")
+    except UnicodeEncodeError:
+        return _error(_surrogate_message(name, bytes(body)))
+
+
+def _surrogate_message(name: str, body: bytes) -> str:
+    """What to fix in a dump holding a lone UTF-16 surrogate (``\\udc00`` in JSON): not a character, so
+    neither labeled nor answered; names its line when the escape is in the file's bytes (not compressed)."""
+    from papertrack.serving.guard import lone_surrogate
+
+    text = body.decode("utf-8", errors="replace")
+    found = lone_surrogate(text)
+    if found is None:
+        return (f"{name}: it holds a lone UTF-16 surrogate escape (e.g. \\udc00), which is not a character; "
+                f"remove it or write the full surrogate pair (or the character itself)")
+    escape, offset = found
+    return (f"{name}:{text.count(chr(10), 0, offset) + 1}: {escape} is a lone UTF-16 surrogate escape, which is "
+            f"not a character; remove it or write the full surrogate pair (or the character itself)")
 
 
 def read_dump(data: bytes, name: str, fmt: str | None = None) -> dict:

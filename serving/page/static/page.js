@@ -1,6 +1,6 @@
 // The papertrack page: one paper -> POST /explain; a dropped dump -> POST /parse_dump (the server's one parser of
-// every input layout), then POST /predict_batch in chunks -> a CSV to download. Every error shown is the API's
-// own message; every request has a timeout, so nothing hangs.
+// every input layout), then POST /predict_batch in chunks -> a CSV to download. Errors are shown in plain words
+// (the API's message without status codes and field paths); every request has a timeout, so nothing hangs.
 "use strict";
 
 const CHUNK = 100;            // papers per /predict_batch request
@@ -10,7 +10,7 @@ const $ = (id) => document.getElementById(id);
 
 // ------------------------------------------------------------------ API calls
 
-class ApiError extends Error {}
+class ApiError extends Error {}  // .status, .apiMessage (the answer's "error"), .detail (its "detail" list)
 
 async function api(path, options = {}) {
   const controller = new AbortController();
@@ -20,8 +20,8 @@ async function api(path, options = {}) {
     response = await fetch(path, { ...options, signal: controller.signal });
   } catch (err) {
     throw new ApiError(err.name === "AbortError"
-      ? `${path}: no answer after ${TIMEOUT_MS / 1000} s`
-      : `cannot reach the service (${err.message})`);
+      ? `The service gave no answer within ${TIMEOUT_MS / 1000} s (${path}). Try again.`
+      : `Cannot reach the service (${err.message}). Is papertrack serve still running?`);
   } finally {
     clearTimeout(timer);
   }
@@ -33,6 +33,8 @@ async function api(path, options = {}) {
       : (text.trim().slice(0, 300) || response.statusText);
     const error = new ApiError(`${response.status}: ${message}`);
     error.status = response.status;
+    error.apiMessage = String(message);
+    error.detail = body && Array.isArray(body.detail) ? body.detail : [];
     throw error;
   }
   if (body === null) throw new ApiError(`${path} answered something that is not JSON`);
@@ -42,6 +44,34 @@ async function api(path, options = {}) {
 const postJson = (path, data) => api(path, {
   method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(data),
 });
+
+const FIELDS = { abstract: "The abstract", title: "The title" };
+const capitalized = (text) => text.charAt(0).toUpperCase() + text.slice(1);
+
+// What went wrong, in words for a person: no status code, no "invalid request: abstract: ..." field path.
+function plainMessage(err, sent = {}) {
+  if (!(err instanceof ApiError) || !err.status) return err.message;  // network, timeout: already in words
+  if (err.status >= 500) {
+    return `The service failed (error ${err.status}). Try again; if it keeps failing, look at the server's log.`;
+  }
+  const d = err.detail[0];
+  const field = d && Array.isArray(d.loc) ? d.loc[d.loc.length - 1] : null;
+  const what = err.detail.length === 1 ? FIELDS[field] : undefined;
+  if (what) {
+    if (d.type === "blank_abstract" || d.type === "string_too_short") {
+      return `${what} is empty. Paste the paper's ${field} into the box.`;
+    }
+    if (d.type === "no_content") return `${what} has no letters or digits. Paste the paper's ${field} text.`;
+    if (d.type === "string_too_long") {
+      const limit = Number((/at most (\d+)/.exec(d.msg) || [])[1]);
+      const length = typeof sent[field] === "string" ? [...sent[field]].length : null;
+      return `${what} is too long` + (length ? ` (${length.toLocaleString("en-US")} characters)` : "") +
+        (limit ? `: the limit is ${limit.toLocaleString("en-US")} characters` : "") + `. Paste only the ${field}.`;
+    }
+  }
+  const message = err.apiMessage;  // e.g. "papers.csv: no abstract column ..." (keeps a file name as it is)
+  return message.startsWith("invalid request: ") ? capitalized(message.slice("invalid request: ".length)) : message;
+}
 
 function showError(id, message) {
   const box = $(id);
@@ -71,9 +101,12 @@ function bar(p, label) {
 
 // ------------------------------------------------------------------ model info
 
+let confidence = null;  // GET /metadata's "confidence": top1_threshold, target_precision, coverage
+
 async function loadModel() {
   try {
     const meta = await api("/metadata");
+    confidence = meta.confidence || null;
     const m = meta.model;
     $("model-info").textContent = `model ${m.name} v${m.version} · ${meta.candidate || "?"} · ` +
       `${meta.n_labels} tracks in ${meta.areas.length} areas`;
@@ -101,10 +134,36 @@ async function classify(event) {
     $("paper-status").textContent = "";
   } catch (err) {
     $("paper-status").textContent = "";
-    showError("paper-error", err.message);
+    clearResults();  // the previous paper's tracks must not stay next to this paper's error
+    showError("paper-error", plainMessage(err, payload));
   } finally {
     button.disabled = false;
   }
+}
+
+function clearResults() {
+  current = null;
+  $("results").hidden = true;
+  for (const id of ["tracks", "areas", "set-list", "terms", "highlighted", "neighbors"]) $(id).replaceChildren();
+  for (const id of ["badge", "set-note", "set-summary", "method", "why-track"]) $(id).textContent = "";
+  $("set-details").hidden = true;
+}
+
+// One line on what the badge means, with the model's threshold (from /metadata).
+function confidenceNote(answer) {
+  const top = pct(answer.tracks[0].probability);
+  if (confidence && confidence.top1_threshold >= 1 && !answer.confident) {
+    return `Unsure: this model is never confident (no probability level made its top track right for ` +
+      `${pct(confidence.target_precision)} of held-out papers); the true track is probably one of the prediction set.`;
+  }
+  const threshold = confidence
+    ? ` of ${pct(confidence.top1_threshold)} (above it, the top track was right for ` +
+      `${pct(confidence.target_precision)} of held-out papers)`
+    : "";
+  return answer.confident
+    ? `Confident: the top track's probability (${top}) reaches the model's confidence threshold${threshold}.`
+    : `Unsure: the top track's probability (${top}) is below the model's confidence threshold${threshold}; ` +
+      `the true track is probably one of the prediction set.`;
 }
 
 function render(answer) {
@@ -122,24 +181,29 @@ function render(answer) {
   });
   const areas = $("areas");
   areas.replaceChildren();
-  for (const a of answer.areas.slice(0, 6)) {
+  for (const a of answer.areas) {
     areas.append(el("li", {}, el("span", { class: "track" },
       el("span", { class: "name", text: a.area }), el("span", { class: "pct", text: pct(a.probability) }),
       bar(a.probability, a.area))));
   }
   const badge = $("badge");
+  const details = $("set-details");
+  const list = $("set-list");
+  list.replaceChildren();
+  details.open = false;
   if (answer.confident === undefined || answer.confident === null) {
     badge.className = "badge"; badge.textContent = "";
     $("set-note").textContent = "";
-  } else if (answer.confident) {
-    badge.className = "badge sure"; badge.textContent = "confident";
-    $("set-note").textContent = `Prediction set: ${answer.prediction_set.join("; ")}`;
+    details.hidden = true;
   } else {
-    badge.className = "badge unsure"; badge.textContent = "unsure";
+    badge.className = answer.confident ? "badge sure" : "badge unsure";
+    badge.textContent = answer.confident ? "confident" : "unsure";
+    $("set-note").textContent = confidenceNote(answer);
     const set = answer.prediction_set;
-    $("set-note").textContent = set.length === 1
-      ? `Unsure — the top probability is below the model's confidence threshold; prediction set: ${set[0]}`
-      : `Unsure — the track is probably one of these ${set.length}: ${set.join("; ")}`;
+    $("set-summary").textContent = `Prediction set: ${plural(set.length, "track")}` +
+      (confidence ? ` (holds the true track for about ${pct(confidence.coverage)} of papers)` : "");
+    for (const label of set) list.append(el("li", { text: label }));
+    details.hidden = false;
   }
   $("method").textContent = `How: ${answer.method.kind} — ${answer.method.detail}`;
   const neighbors = $("neighbors");
@@ -270,7 +334,7 @@ async function labelDump(file) {
       (parsed.errors.length ? `; ${plural(parsed.errors.length, "record")} skipped (listed below)` : "") + ".";
   } catch (err) {
     $("dump-status").textContent = "";
-    showError("dump-error", err.message);
+    showError("dump-error", plainMessage(err));
   } finally {
     progress.hidden = true;
     busy = false;

@@ -1,0 +1,141 @@
+"""Hostile and odd HTTP input (issue 19) and `papertrack serve` on a busy port (issue 20): every answer is a JSON
+error with the service's shape, never a 500 or a traceback; the pages carry browser-safety headers.
+
+In-process through the service's real ASGI app (the ``client`` fixture of test_service); the busy-port test
+runs the CLI as a subprocess against a socket this test holds (closed at the end)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_service import ABSTRACTS, bento_home, client, imported  # noqa: F401 - fixtures
+
+PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
+
+
+def assert_error_shape(response, status: int) -> dict:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert set(body) == {"error", "detail"} and isinstance(body["error"], str) and body["error"]
+    assert isinstance(body["detail"], list)
+    return body
+
+
+# --------------------------------------------------------------------------- POST /parse_dump
+
+@pytest.mark.parametrize("filename", ["..", "...", "../..", "a/..", "..%2F.."])
+def test_parse_dump_with_a_name_that_is_no_file_is_400(client, filename):
+    response = client.post(f"/parse_dump?filename={filename}", content=b'{"abstract": "graph neural networks"}\n')
+    body = assert_error_shape(response, 400)
+    assert "file name" in body["error"]
+
+
+LONE_SURROGATES = [
+    ("jsonl abstract", "dump.jsonl", b'{"abstract": "graph neural networks \\udc00 on molecules"}\n'),
+    ("jsonl only a surrogate", "dump.jsonl", b'{"abstract": "\\udc00"}\n'),
+    ("jsonl title", "dump.jsonl", b'{"abstract": "graph neural networks", "title": "\\ud800"}\n'),
+    ("json array", "dump.json", b'[{"abstract": "graph neural networks \\udc00"}]'),
+    ("gzipped jsonl", "dump.jsonl.gz", None),
+]
+
+
+@pytest.mark.parametrize("name,filename,data", LONE_SURROGATES, ids=[c[0] for c in LONE_SURROGATES])
+def test_parse_dump_never_500s_on_a_lone_surrogate(client, name, filename, data):
+    if data is None:
+        import gzip
+
+        data = gzip.compress(b'{"abstract": "ok"}\n{"abstract": "graph neural networks \\udc00"}\n')
+    response = client.post(f"/parse_dump?filename={filename}", content=data)
+    assert response.status_code in (200, 400), response.text
+    assert response.headers["content-type"] == "application/json"
+    if response.status_code == 400:
+        assert "surrogate" in assert_error_shape(response, 400)["error"]
+    else:  # the record skipped as an error row: the answer is strict UTF-8 JSON without the surrogate
+        text = response.content.decode("utf-8")
+        assert "\\udc00" not in text and "\\ud800" not in text
+        assert json.loads(text)["errors"]
+
+
+def test_parse_dump_surrogate_message_names_the_line(client):
+    data = b'{"abstract": "graph neural networks"}\n{"abstract": "kernels \\udc00 and more"}\n'
+    response = client.post("/parse_dump?filename=papers.jsonl", content=data)
+    if response.status_code == 400:
+        assert assert_error_shape(response, 400)["error"].startswith("papers.jsonl:2: \\udc00")
+
+
+# --------------------------------------------------------------------------- 404 / 405
+
+@pytest.mark.parametrize("method,path,status", [
+    ("GET", "/nowhere", 404), ("GET", "/docs.json/x", 404), ("GET", "/page/nope.css", 404),
+    ("GET", "/static_content/nope.js", 404), ("GET", "/predict", 405), ("PUT", "/predict", 405),
+    ("POST", "/metadata", 405), ("GET", "/parse_dump", 405), ("DELETE", "/", 405), ("POST", "/docs.json", 405),
+])
+def test_unknown_paths_and_wrong_methods_answer_json_errors(client, method, path, status):
+    response = client.request(method, path)
+    body = assert_error_shape(response, status)
+    assert path in body["error"]
+    if status == 405:
+        assert response.headers["allow"] and response.headers["allow"] in body["error"]
+
+
+# --------------------------------------------------------------------------- Host
+
+@pytest.mark.parametrize("host", ["127.0.0.1:1@evil.com", "localhost:3000@evil.com", "127.0.0.1 evil.com",
+                                  "127.0.0.1:3000/evil", "127.0.0.1:3000#evil.com", "evil.com\\@127.0.0.1"])
+def test_a_host_header_that_is_no_host_is_refused(client, host):
+    for response in (client.get("/metadata", headers={"Host": host}),
+                     client.post("/predict", json={"abstract": ABSTRACTS[0]}, headers={"Host": host})):
+        assert response.status_code in (400, 421), response.text
+        assert_error_shape(response, response.status_code)
+    assert client.get("/metadata", headers={"Host": "127.0.0.1:3000"}).status_code == 200
+    assert client.get("/metadata", headers={"Host": "[::1]:3000"}).status_code == 200
+
+
+# --------------------------------------------------------------------------- browser-safety headers
+
+@pytest.mark.parametrize("path", ["/", "/docs"])
+def test_the_pages_forbid_framing_sniffing_and_other_origins(client, path):
+    response = client.get(path)
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")
+    assert response.headers["x-frame-options"] == "DENY"
+    assert response.headers["x-content-type-options"] == "nosniff"
+    policy = {part.split()[0]: part.split()[1:] for part in response.headers["content-security-policy"].split(";")
+              if part.strip()}
+    assert policy["default-src"] == ["'self'"] and policy["script-src"] == ["'self'"]
+    assert policy["frame-ancestors"] == ["'none'"]
+    assert not any("unsafe" in source or source == "*" or source.startswith("http")
+                   for sources in policy.values() for source in sources)
+    # no inline script the policy would block: every <script> has a same-origin src and no body
+    import re
+
+    for attributes, code in re.findall(r"<script([^>]*)>(.*?)</script>", response.text, re.S):
+        assert re.search(r'src="/[^/]', attributes) and not code.strip(), attributes
+
+
+def test_json_answers_keep_their_headers(client):
+    response = client.post("/predict", json={"abstract": ABSTRACTS[0]})
+    assert response.status_code == 200 and "content-security-policy" not in response.headers
+
+
+# --------------------------------------------------------------------------- papertrack serve on a busy port
+
+def test_serve_on_a_busy_port_is_one_error_line(tmp_path):
+    env = {**os.environ, "PAPERTRACK_HOME": str(tmp_path / "home"), "BENTOML_HOME": str(tmp_path / "bentoml")}
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = subprocess.run([PAPERTRACK, "serve", "--port", str(port)], env=env, capture_output=True, text=True,
+                                timeout=120, start_new_session=True)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Serving" not in result.stdout and "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: port {port} on 127.0.0.1 is in use; pass --port"), lines
