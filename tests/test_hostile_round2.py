@@ -1,0 +1,180 @@
+"""Hostile input, round two (the issue's items 4–12): gzip bombs and over-long lines/records read with bounded
+memory, a linear-time JSON array reader, training refused up front for more labels than it can hold, two
+trains creating one store, corrupted artifacts, a drift report on rejected records, resume and replaced inputs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+import textwrap
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+
+from papertrack.features.ingest import BadRecord, IngestError, Record, input_limits, iter_records
+
+from tests.test_hostile_label import ABSTRACT, error_lines, fake_model, label  # noqa: F401 (fixture)
+
+
+def gz_of_one_line(path: Path, head: bytes, filler: bytes, size: int, tail: bytes) -> Path:
+    """A gzip file of ``head + filler * (size / len(filler)) + tail`` written as it is compressed."""
+    squash = zlib.compressobj(9, zlib.DEFLATED, 31)  # gzip container
+    block = filler * ((1 << 20) // len(filler))
+    with open(path, "wb") as out:
+        out.write(squash.compress(head))
+        for _ in range(size // len(block)):
+            out.write(squash.compress(block))
+        out.write(squash.compress(tail))
+        out.write(squash.flush())
+    return path
+
+
+def good(n: int) -> bytes:
+    return b"".join(json.dumps({"id": f"p{i}", "abstract": f"{ABSTRACT} Variant {i}."}).encode() + b"\n"
+                    for i in range(n))
+
+
+PEAK = textwrap.dedent("""
+    import resource, sys
+    from papertrack.features.ingest import iter_records
+    kinds = [getattr(item, "kind", "ok") for item in iter_records(sys.argv[1])]
+    print(" ".join(kinds))
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+""")
+
+
+def read_in_child(path: Path) -> tuple[list[str], int]:
+    """The kinds of the items read from ``path`` in a fresh Python, and its peak memory (MiB)."""
+    done = subprocess.run([sys.executable, "-c", PEAK, str(path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    kinds, peak = done.stdout.splitlines()[-2:]
+    return kinds.split(), int(peak)
+
+
+# --------------------------------------------------------------------------- 4. memory
+
+
+@pytest.mark.parametrize("name", ["bomb.jsonl.gz", "bomb.txt.gz"])
+def test_a_gzip_of_one_huge_line_is_one_error_row_in_bounded_memory(tmp_path, name):
+    """305 kB of gzip holding one 300 MB line made `label` peak at 1.36 GB (the line was read whole)."""
+    head = b'{"id": "big", "abstract": "' if "jsonl" in name else b"Papers\n\n"
+    path = gz_of_one_line(tmp_path / name, good(2) + head, b"x", 150 << 20, b'"}\n' + good(1))
+    assert path.stat().st_size < 1 << 20
+    kinds, peak = read_in_child(path)
+    assert kinds[-2:] == ["too-long", "ok"] and kinds.count("too-long") == 1
+    assert peak < 120, f"peak {peak} MiB"
+
+
+def test_an_over_long_line_says_its_size_and_the_limit(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(good(1) + b'{"abstract": "' + b"y" * 3000 + b'"}\n' + good(1))
+    with input_limits(max_line=1000):
+        first, long, last = iter_records(path)
+    assert isinstance(first, Record) and isinstance(last, Record)
+    assert isinstance(long, BadRecord) and long.kind == "too-long" and long.line == 2
+    assert "3,017 bytes, over the 1,000 bytes limit of one line" in long.reason
+
+
+def test_decompressed_bytes_are_counted_not_compressed_ones(tmp_path):
+    path = tmp_path / "many.jsonl.gz"
+    path.write_bytes(gzip.compress(good(20_000)))
+    with input_limits(max_bytes=1 << 20), pytest.raises(IngestError) as caught:
+        list(iter_records(path))
+    assert caught.value.path == str(path) and "more than 1 MiB of text (once decompressed)" in caught.value.message
+
+
+def test_a_long_paragraph_of_short_lines_is_one_error_row(tmp_path):
+    path = tmp_path / "dump.txt"
+    path.write_text("Papers\n\n" + "A short first abstract about graphs and their nodes.\n\n"
+                    + "word " * 50 + "\n" * 1 + ("long line of words here\n" * 2000) + "\n"
+                    + "The last abstract, about optimisation of deep networks.\n")
+    with input_limits(max_record=10_000):
+        kinds = [getattr(item, "kind", "ok") for item in iter_records(path)]
+    assert kinds == ["header", "ok", "too-long", "ok"]
+
+
+def test_a_csv_record_over_the_limit_is_fatal_naming_its_line(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text('abstract\n"first"\n"' + "open quote\n" * 5000 + '"\n"last"\n')
+    with input_limits(max_record=10_000), pytest.raises(IngestError) as caught:
+        list(iter_records(path))
+    assert caught.value.line == 3 and "over 10,000 characters" in caught.value.message
+    assert "the limit of one record" in caught.value.message
+
+
+def test_label_on_a_gzip_bomb_writes_one_error_row(tmp_path, fake_model):
+    dump = gz_of_one_line(tmp_path / "bomb.jsonl.gz", good(1) + b'{"abstract": "', b"z", 8 << 20, b'"}\n')
+    out = tmp_path / "out.jsonl"
+    result = label(str(dump), "-o", str(out))
+    assert result.exit_code == 3, result.output
+    (row,) = [json.loads(line) for line in (tmp_path / "out.errors.jsonl").read_text().splitlines()]
+    assert row["kind"] == "too-long" and row["line"] == 2 and "limit of one line" in row["reason"]
+
+
+def test_parse_dump_counts_decompressed_bytes():
+    from papertrack.serving.page import read_dump
+
+    bomb = gzip.compress(good(1) + b'{"abstract": "' + b"q" * (120 << 20) + b'"}\n')
+    assert len(bomb) < 1 << 20
+    with pytest.raises(IngestError) as caught:
+        read_dump(bomb, "bomb.jsonl.gz")
+    assert "once decompressed" in caught.value.message
+
+
+# --------------------------------------------------------------------------- 5. CPU
+
+
+def spread_array(n_records: int, lines_per_record: int) -> bytes:
+    """A JSON array whose records each span many lines (a pretty-printed list of authors)."""
+    records = []
+    for i in range(n_records):
+        authors = ",\n".join(f'    "Author Number {j} of paper {i}"' for j in range(lines_per_record))
+        records.append(f'{{"id": "p{i}", "abstract": "{ABSTRACT} Variant {i}.",\n "authors": [\n{authors}\n]}}')
+    return ("[\n" + ",\n".join(records) + "\n]\n").encode()
+
+
+def test_a_json_array_record_spanning_many_lines_is_read_in_linear_time(tmp_path):
+    """1.5 MB took 2.3 s and 6 MB 19.8 s: each 64 kB block re-parsed the record from its start."""
+    path = tmp_path / "d.json"
+    path.write_bytes(spread_array(1, 25_000))  # ~0.9 MB: one record, under the record limit
+    assert 800_000 < path.stat().st_size < 1 << 20
+    started = time.perf_counter()
+    (record,) = iter_records(path)
+    assert time.perf_counter() - started < 0.5
+    assert isinstance(record, Record) and record.authors.count("Author Number") == 25_000
+    path.write_bytes(spread_array(1, 170_000))  # 6 MB: over the record limit, skipped as it is scanned
+    started = time.perf_counter()
+    (skipped,) = iter_records(path)
+    assert time.perf_counter() - started < 2
+    assert skipped.kind == "too-long" and "limit of one record" in skipped.reason
+
+
+def test_the_json_array_reader_still_reads_every_shape(tmp_path):
+    path = tmp_path / "d.json"
+    tricky = [{"abstract": f"{ABSTRACT} quote \" brace {{ ] bracket \\ back {i}", "n": i, "x": [1, 2.5e3, None, True]}
+              for i in range(400)]
+    path.write_text(json.dumps(tricky, indent=1))
+    assert [r.abstract for r in iter_records(path)] == [t["abstract"] for t in tricky]
+    path.write_text(json.dumps(tricky, separators=(",", ":")))  # one line of ~60 kB, then more
+    assert len(list(iter_records(path))) == 400
+    path.write_text('[{"abstract": "' + "é" * 70_000 + '"}, 17, "text"]')  # UTF-8 cut across blocks
+    first, number, text = iter_records(path)
+    assert len(first.abstract) == 70_000 and "number" in number.reason and "string" in text.reason
+    path.write_text('[{"abstract": "a b c"}, {"abstract": "unterminated')
+    with pytest.raises(IngestError, match="invalid JSON"):
+        list(iter_records(path))
+    path.write_bytes(b'[\n{"abstract": "ok"},\n{"abstract": "caf\xe9"}]')
+    with pytest.raises(IngestError) as caught:
+        list(iter_records(path))
+    assert caught.value.line == 3 and "not valid UTF-8 (byte 0xe9" in caught.value.message
+
+
+def test_a_huge_integer_is_an_error_row_not_a_traceback(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"abstract": "numbers", "n": ' + "9" * 5000 + "}\n")
+    (bad,) = iter_records(path)
+    assert bad.kind == "invalid" and "4300" in bad.reason
