@@ -224,3 +224,52 @@ def test_the_out_of_vocabulary_share_ignores_rejected_records(tmp_path, fitted_p
     out.write_text(labeled_row(str(dump), 2, "Deep Learning · Graph Neural Networks"))
     report = output_drift(out, [dump], fitted_profile)
     assert report["records"] == 1 and report["oov_share"] < 0.5
+
+
+# --------------------------------------------------------------------------- 6. more labels than training can hold
+
+
+def many_labels(tmp_path: Path, n: int, labels: int) -> Path:
+    import random
+
+    rng = random.Random(0)
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(4, 10)))
+             for _ in range(4000)]
+    path = tmp_path / "many_labels.jsonl"
+    path.write_text("".join(json.dumps({"abstract": " ".join(rng.choice(words) for _ in range(120)) + ".",
+                                        "label": f"Theory · Topic {i % labels}"}) + "\n" for i in range(n)))
+    return path
+
+
+def test_train_with_a_label_per_record_is_refused_up_front(tmp_path):
+    """1,500 records with 1,500 distinct labels grew past 18 GB and were OOM-killed without a word."""
+    data = many_labels(tmp_path, 1500, 1500)
+    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+            "from papertrack.cli import main; sys.argv = ['papertrack'] + sys.argv[1:]; main()")
+    env = {**__import__("os").environ, "PAPERTRACK_HOME": str(tmp_path / "home")}
+    try:
+        done = subprocess.run([sys.executable, "-c", code, "train", "--data", str(data), "-c", "tfidf-word-cnb"],
+                              capture_output=True, text=True, timeout=120, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail("train was still running after 120 s instead of refusing up front")
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output[-3000:]
+    assert "Traceback" not in output
+    (line,) = error_lines(output)
+    assert "many_labels.jsonl" in line and "1,500 distinct labels for 1,500 labeled records" in line
+    assert not (tmp_path / "home").exists() or not any((tmp_path / "home").rglob("*.pkl"))
+
+
+def test_a_label_count_that_does_not_fit_in_memory_is_refused_naming_the_fix(tmp_path):
+    from papertrack.errors import UsageError
+    from papertrack.features.ingest import load_dataset
+    from papertrack.training import preflight
+
+    records, _ = load_dataset(many_labels(tmp_path, 3000, 300))
+    preflight.check(records, ["d.jsonl"], jobs=2, available=64 << 30)
+    with pytest.raises(UsageError) as caught:
+        preflight.check(records, ["d.jsonl"], jobs=2, available=1 << 30)
+    message = str(caught.value)
+    assert message.startswith("d.jsonl: 300 distinct labels need about") and "Train with --jobs 1" in message
+    ordinary = [r for r in records if int(r.label.rsplit(" ", 1)[1]) < 20]
+    preflight.check(ordinary, ["d.jsonl"], jobs=2, available=1 << 30)  # 20 labels: trains
