@@ -273,3 +273,55 @@ def test_a_label_count_that_does_not_fit_in_memory_is_refused_naming_the_fix(tmp
     assert message.startswith("d.jsonl: 300 distinct labels need about") and "Train with --jobs 1" in message
     ordinary = [r for r in records if int(r.label.rsplit(" ", 1)[1]) < 20]
     preflight.check(ordinary, ["d.jsonl"], jobs=2, available=1 << 30)  # 20 labels: trains
+
+
+# --------------------------------------------------------------------------- 9. two trains creating one store
+
+RACER = textwrap.dedent("""
+    import os, sys, time
+    from pathlib import Path
+    go = Path(sys.argv[1])
+    while not go.exists():
+        time.sleep(0.001)
+    from papertrack import store
+    store.configure()
+    print("ok")
+""")
+
+
+@pytest.mark.slow
+def test_commands_creating_one_new_store_at_once_do_not_collide(tmp_path):
+    """Two `papertrack train` at once on a new store: OperationalError: table registered_model_tags already
+    exists. MLflow is imported first in every racer, then all create the store at the same moment."""
+    import os
+
+    failures = []
+    for attempt in range(2):
+        home, go = tmp_path / f"home{attempt}", tmp_path / f"go{attempt}"
+        env = {**os.environ, "PAPERTRACK_HOME": str(home)}
+        env.pop("MLFLOW_TRACKING_URI", None)
+        racers = [subprocess.Popen([sys.executable, "-c", "import mlflow, sqlalchemy\n" + RACER, str(go)], env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        time.sleep(8)  # every racer has imported mlflow and waits
+        go.touch()
+        for racer in racers:
+            out, err = racer.communicate(timeout=180)
+            if racer.returncode != 0:
+                failures.append(err.strip().splitlines()[-1])
+    assert not failures, failures
+
+
+def test_a_read_only_home_is_one_error_line(tmp_path):
+    import os
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the store's folder should be")
+    env = {**os.environ, "PAPERTRACK_HOME": str(blocker / "home")}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    data = many_labels(tmp_path, 40, 4)
+    done = subprocess.run([sys.executable, "-m", "papertrack.cli", "train", "--data", str(data), "-c",
+                           "tfidf-word-cnb"], capture_output=True, text=True, env=env, timeout=300)
+    output = done.stdout + done.stderr
+    assert done.returncode == 2 and "Traceback" not in output, output[-3000:]
+    (line,) = error_lines(output)
+    assert str(blocker) in line and "PAPERTRACK_HOME" in line
