@@ -325,3 +325,35 @@ def test_a_read_only_home_is_one_error_line(tmp_path):
     assert done.returncode == 2 and "Traceback" not in output, output[-3000:]
     (line,) = error_lines(output)
     assert str(blocker) in line and "PAPERTRACK_HOME" in line
+
+
+# --------------------------------------------------------------------------- 12. resume and a replaced input
+
+
+def test_resume_refuses_an_input_replaced_by_one_of_the_same_size_and_time(tmp_path, fake_model, monkeypatch):
+    import os
+
+    from tests.test_hostile_label import FakeBackend, dump
+
+    source = dump(tmp_path / "in.jsonl", 20)
+    out = tmp_path / "out.jsonl"
+    real_label = FakeBackend.label
+    calls = []
+
+    def crash_after_one_chunk(self, records, k):
+        calls.append(len(records))
+        if len(calls) > 1:
+            raise KeyboardInterrupt()
+        return real_label(self, records, k)
+
+    monkeypatch.setattr(FakeBackend, "label", crash_after_one_chunk)
+    assert label(str(source), "-o", str(out), "--chunk-size", "5").exit_code == 130
+    monkeypatch.setattr(FakeBackend, "label", real_label)
+    stat = source.stat()
+    data = source.read_bytes()
+    source.write_bytes(data.replace(b'"p0"', b'"q0"'))  # same size, other content
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert source.stat().st_size == stat.st_size and source.stat().st_mtime_ns == stat.st_mtime_ns
+    result = label(str(source), "-o", str(out), "--chunk-size", "5", "--resume")
+    assert result.exit_code == 2, result.output
+    assert "input files (paths, sizes, times or contents) changed" in " ".join(result.output.split())
