@@ -26,6 +26,7 @@ equals the guess: a person who edits the label, or deletes the marker, makes it 
 
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
 import hashlib
@@ -38,7 +39,8 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass, field
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
 from os import PathLike
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
@@ -60,7 +62,7 @@ _MAX_LABEL_LINE = 200
 _MAX_HEADER = 120
 _MAX_AUTHOR_WORDS = 7
 _MAX_AUTHOR_CHARS = 80
-_JSON_BLOCK = 1 << 16  # characters read at a time when streaming a JSON array
+_JSON_BLOCK = 1 << 16  # bytes read at a time when streaming a JSON array
 _TOO_DEEP = "JSON nested too deeply (more than about 1,000 levels)"
 
 # A CSV field may hold a whole (long) abstract: the csv module's default limit (131,072 characters)
@@ -72,6 +74,67 @@ _TEXT_FIELDS = ("id", "abstract", "title", "label", "topic", "area", "subarea", 
 _COMMENT_LINE = re.compile(r"#(?:\s|$)")  # at column 0: "# note", not "#1 on the leaderboard"
 SUGGESTED_MARKER = "# model-suggested:"  # the comment naming the model's guess above a label line
 SUGGESTED_FIELD = "model_suggested"  # the same in JSON/CSV
+
+
+@dataclass(frozen=True)
+class InputLimits:
+    """What one input may hold; reading stops at each limit with bounded memory (nothing is read whole).
+
+    * ``max_bytes``: bytes read from one file once decompressed (a gzip "bomb" — 300 kB holding 300 MB — is
+      refused with ``IngestError`` when it passes this, whatever its compressed size);
+    * ``max_line``: bytes in one line; a longer line is not kept in memory: in JSON lines and the text layouts it
+      becomes one ``BadRecord`` (``kind="too-long"``), in CSV it is fatal (the quoting cannot be followed);
+    * ``max_record``: characters of one record (a JSON array element, a CSV row, a text paragraph): a longer
+      one is one ``BadRecord`` (``kind="too-long"``), skipped without being kept in memory.
+    """
+
+    max_bytes: int = int(os.environ.get("PAPERTRACK_MAX_INPUT_BYTES", 8 << 30))
+    max_line: int = 1 << 20
+    max_record: int = 1 << 20
+
+
+_LIMITS: ContextVar[InputLimits] = ContextVar("papertrack_ingest_limits", default=InputLimits())
+
+
+def limits() -> InputLimits:
+    """The limits in force (see :func:`input_limits`)."""
+    return _LIMITS.get()
+
+
+@contextmanager
+def input_limits(**changes: int) -> Iterator[InputLimits]:
+    """Read with other limits inside the block, e.g. ``with input_limits(max_bytes=100 << 20): ...``."""
+    token = _LIMITS.set(replace(_LIMITS.get(), **changes))
+    try:
+        yield _LIMITS.get()
+    finally:
+        _LIMITS.reset(token)
+
+
+def _size(n: int) -> str:
+    """A byte count for messages: "1 MiB", "8 GiB", "20,000 bytes"."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift:,} {unit}"
+    return f"{n:,} bytes"
+
+
+class _LongLine(str):
+    """A line over ``max_line`` bytes: its first characters only (enough to detect the layout); ``size`` is the
+    line's length in bytes (its end was read and dropped without being kept)."""
+
+    size: int
+
+    def __new__(cls, head: str, size: int) -> "_LongLine":
+        self = super().__new__(cls, head)
+        self.size = size
+        return self
+
+
+def _too_long_line(source: str, line: int, size: int) -> "BadRecord":
+    cap = limits().max_line
+    return BadRecord(source, line, f"line is {size:,} bytes, over the {_size(cap)} limit of one line (not read; "
+                                   f"is the file one record per line?)", kind="too-long")
 
 
 STDIN_NAME = "<stdin>"  # how rows and messages name standard input (``-``), which is read from a copy
@@ -124,7 +187,9 @@ class BadRecord:
     line: int
     reason: str
     id: str | None = None
-    kind: str = "invalid"  # "empty": empty or content-free abstract; "header": a text dump's header; else "invalid"
+    # "empty": empty or content-free abstract; "header": a text dump's header; "too-long": a line or record over
+    # the reading limits (``InputLimits``); else "invalid"
+    kind: str = "invalid"
 
 
 # --------------------------------------------------------------------------- labels, ids, text
@@ -181,7 +246,31 @@ def open_input(path: str | PathLike) -> Iterator[BinaryIO]:
     with raw:
         is_gzip = raw.read(2) == _GZIP_MAGIC
         raw.seek(0)
-        yield gzip.GzipFile(fileobj=raw) if is_gzip else raw
+        yield _Counted(gzip.GzipFile(fileobj=raw) if is_gzip else raw, path, limits().max_bytes)
+
+
+class _Counted:
+    """A byte stream that raises ``IngestError`` once more than ``cap`` bytes (decompressed) were read from it."""
+
+    def __init__(self, stream: BinaryIO, path: str | PathLike, cap: int):
+        self.stream, self.path, self.cap, self.count = stream, path, cap, 0
+
+    def _counted(self, data: bytes) -> bytes:
+        self.count += len(data)
+        if self.count > self.cap:
+            hint = " (or set PAPERTRACK_MAX_INPUT_BYTES)" if self.cap == InputLimits().max_bytes else ""
+            raise IngestError(self.path, None, f"more than {_size(self.cap)} of text (once decompressed); "
+                                               f"split the file{hint}")
+        return data
+
+    def read(self, size: int = -1) -> bytes:
+        return self._counted(self.stream.read(size))
+
+    def readline(self, size: int = -1) -> bytes:
+        return self._counted(self.stream.readline(size))
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.readline, b"")
 
 
 def _read_lines(path: str | PathLike) -> Iterator[tuple[int, str]]:
@@ -189,17 +278,35 @@ def _read_lines(path: str | PathLike) -> Iterator[tuple[int, str]]:
 
     The file is opened with :func:`open_input` (gzip or not), a leading UTF-8 BOM is dropped, and each
     line is decoded separately so that a non-UTF-8 byte is reported with its line number.
+    A line over ``InputLimits.max_line`` bytes is yielded as a ``_LongLine`` holding its first characters
+    only: the rest is read in blocks and dropped, so memory stays bounded whatever the line's length.
     """
+    cap = limits().max_line
     with open_input(path) as stream:
         lineno = 0
         try:
-            for lineno, data in enumerate(stream, start=1):
+            while data := stream.readline(cap + 1):
+                lineno += 1
                 if lineno == 1:
                     _refuse_wide_encoding(path, data)
                     data = data.removeprefix(_UTF8_BOM)
+                if len(data) > cap and not data.endswith(b"\n"):
+                    size = len(data) + _skip_line(stream)
+                    yield lineno, _LongLine(data[:_HEAD_CHARS].decode("utf-8", "ignore"), size)
+                    continue
                 yield lineno, _decode_line(path, lineno, data).rstrip("\r\n")
         except (OSError, EOFError, zlib.error) as exc:
             raise IngestError(path, lineno + 1, f"cannot read file: {exc}") from None
+
+
+def _skip_line(stream: _Counted) -> int:
+    """Read and drop the rest of the current line (in blocks); how many bytes that was."""
+    skipped = 0
+    while block := stream.readline(_JSON_BLOCK):
+        skipped += len(block)
+        if block.endswith(b"\n"):
+            break
+    return skipped
 
 
 def _refuse_wide_encoding(path: str | PathLike, first_line: bytes) -> None:
@@ -242,7 +349,7 @@ def _read_head(path: str | PathLike) -> list[str]:
         for _, text in lines:
             head.append(text)
             size += len(text) + 1
-            has_content = has_content or bool(text.strip())
+            has_content = has_content or bool(text.strip()) or isinstance(text, _LongLine)
             if size >= _HEAD_CHARS and has_content:
                 break
     if not has_content:
@@ -291,7 +398,8 @@ def _classify(path: str | PathLike, head: list[str]) -> str:
     if text.startswith("{") or ext == ".json":
         if ext == ".json" and text.startswith("{") and len([line for line in head if line.strip()]) == 1:
             return "json"  # one JSON object: a document, not JSON lines
-        if _looks_like_json_lines(text):
+        if _looks_like_json_lines(text) or any(isinstance(line, _LongLine) and line.lstrip().startswith("{")
+                                                 for line in head[:1]):
             return "jsonl"
         raise IngestError(path, None, "neither a JSON array nor JSON lines (one object per line)")
     if "\x00" in text:
@@ -491,6 +599,9 @@ def _parse_jsonl(path: str | PathLike, labeled: bool | None) -> Iterator[Record 
     """One JSON object per line; blank lines are skipped, broken lines become ``BadRecord``."""
     source = display_name(path)
     for lineno, text in _read_lines(path):
+        if isinstance(text, _LongLine):
+            yield _too_long_line(source, lineno, text.size)
+            continue
         item = json_line_record(text, source, lineno, labeled)
         if item is not None:
             yield item
@@ -518,6 +629,8 @@ def json_line_record(
         return BadRecord(source, line, f"invalid JSON: {exc.msg} (column {exc.colno})")
     except RecursionError:
         return BadRecord(source, line, _TOO_DEEP)
+    except ValueError as exc:  # an integer of more than 4,300 digits (sys.set_int_max_str_digits)
+        return BadRecord(source, line, f"invalid JSON: {exc}")
     return _record_from_value(value, source, line, labeled)
 
 
@@ -546,9 +659,15 @@ def _parse_json_array(path: str | PathLike, labeled: bool | None) -> Iterator[Re
         while True:
             index += 1
             try:
-                yield _record_from_value(chars.value(index), source, index, labeled)
+                value = chars.value(index)
             except RecursionError:
                 raise IngestError(path, chars.line, f"record {index}: {_TOO_DEEP}") from None
+            if isinstance(value, _TooLong):
+                yield BadRecord(source, index, f"record is {value.size:,} characters or more, over the "
+                                               f"{limits().max_record:,}-character limit of one record (not read)",
+                                kind="too-long")
+            else:
+                yield _record_from_value(value, source, index, labeled)
             separator = chars.skip_space()
             chars.take()
             if separator == "]":
@@ -559,31 +678,74 @@ def _parse_json_array(path: str | PathLike, labeled: bool | None) -> Iterator[Re
         raise IngestError(path, chars.line, "unexpected text after the JSON array")
 
 
+class _TooLong(NamedTuple):
+    """A JSON value over ``InputLimits.max_record`` characters: skipped, only its size is known."""
+
+    size: int
+
+
+_JSON_OUTSIDE = re.compile(r'[\[\]{}"]')  # what changes the scanner's state outside a string
+_JSON_IN_STRING = re.compile(r'["\\]')  # ... inside a string
+_JSON_ATOM_END = re.compile(r"[\s,\]}\[{:\"]")  # where a number or literal ends
+
+
+def _read_text_blocks(path: str | PathLike) -> Iterator[tuple[str, int]]:
+    """The text of a file in blocks of about ``_JSON_BLOCK`` bytes, with the line each block starts on (UTF-8
+    checked as it goes: a bad byte is ``IngestError`` naming its line; UTF-16/32 refused; BOM dropped)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    line = 1
+    with open_input(path) as stream:
+        first = True
+        while True:
+            try:
+                data = stream.read(_JSON_BLOCK)
+            except (OSError, EOFError, zlib.error) as exc:
+                raise IngestError(path, line, f"cannot read file: {exc}") from None
+            if first:
+                _refuse_wide_encoding(path, data[:data.find(b"\n") + 1 or None])
+                data = data.removeprefix(_UTF8_BOM)
+                first = False
+            try:
+                text = decoder.decode(data, final=not data)
+            except UnicodeDecodeError as exc:
+                at = line + data.count(b"\n", 0, max(exc.start, 0))
+                column = exc.start - data.rfind(b"\n", 0, max(exc.start, 0))
+                byte = data[exc.start] if 0 <= exc.start < len(data) else 0
+                raise IngestError(path, at, f"not valid UTF-8 (byte 0x{byte:02x} at column {column})") from None
+            if text:
+                yield text, line
+                line += text.count("\n")
+            if not data:
+                return
+
+
 class _JsonChars:
-    """The text of a JSON file, read a block at a time, decoding one value at a time (``raw_decode``)."""
+    """The text of a JSON file, read a block at a time, decoding one value at a time.
+
+    The buffer holds only the text not yet decoded. A value spanning many blocks is scanned once (the scanner
+    remembers where it stopped and its nesting depth), and decoded with ``raw_decode`` once its end is found:
+    reading is linear in the file's size. A value over ``InputLimits.max_record`` characters is scanned to its end
+    without being kept (``_TooLong``), so memory stays bounded.
+    """
 
     def __init__(self, path: str | PathLike):
         self.path = path
-        self.lines = _read_lines(path)
+        self.blocks = _read_text_blocks(path)
         self.buffer, self.pos, self.line, self.eof = "", 0, 1, False  # line: of the buffer's start
+        self.cap = limits().max_record
 
-    def _more(self) -> bool:
+    def _more(self, keep_from: int | None = None) -> bool:
+        """Append the next block; the text before ``keep_from`` (default: ``pos``) is dropped."""
         if self.eof:
             return False
-        taken = []
-        size = 0
-        for _, text in self.lines:
-            taken.append(text + "\n")
-            size += len(text) + 1
-            if size >= _JSON_BLOCK:
-                break
-        else:
+        block = next(self.blocks, None)
+        if block is None:
             self.eof = True
-        if not taken:
             return False
-        self.line += self.buffer.count("\n", 0, self.pos)
-        self.buffer = self.buffer[self.pos:] + "".join(taken)
-        self.pos = 0
+        keep = self.pos if keep_from is None else keep_from
+        self.line += self.buffer.count("\n", 0, keep)
+        self.buffer = self.buffer[keep:] + block[0]
+        self.pos -= keep
         return True
 
     def skip_space(self) -> str:
@@ -600,30 +762,102 @@ class _JsonChars:
         self.pos += 1
 
     def value(self, index: int) -> object:
-        """Decode the next JSON value (reading more text while it is incomplete)."""
-        self.skip_space()
-        decoder = json.JSONDecoder()
+        """Decode the next JSON value; ``_TooLong`` for one over the record limit (skipped)."""
+        first = self.skip_space()
+        start = self.pos  # the value's start, kept in the buffer while it is scanned
+        scan = start  # how far the scanner got (relative to the buffer)
+        depth, in_string, dropped = 0, False, 0
+        if first not in "{[\"":  # a number or literal (or junk: raw_decode names it)
+            while not (found := _JSON_ATOM_END.search(self.buffer, scan)) and not self.eof:
+                scan = len(self.buffer)
+                if scan - start > self.cap:
+                    break
+                self._more(keep_from=start)
+                scan, start = scan - start, 0
+            return self._decode(start, index)
         while True:
-            try:
-                value, end = decoder.raw_decode(self.buffer, self.pos)
-            except json.JSONDecodeError as exc:
-                if self._more():
+            found = (_JSON_IN_STRING if in_string else _JSON_OUTSIDE).search(self.buffer, scan)
+            if found is None:
+                scan = len(self.buffer)
+            else:
+                char = found.group()
+                scan = found.end()
+                if in_string:
+                    if char == "\\":
+                        if scan >= len(self.buffer):  # the escaped character is in the next block
+                            scan -= 1
+                            found = None
+                        else:
+                            scan += 1
+                            continue
+                    else:
+                        in_string = False
+                        if depth == 0:
+                            break
+                        continue
+                elif char == '"':
+                    in_string = True
                     continue
-                line = self.line + self.buffer.count("\n", 0, exc.pos)
-                raise IngestError(self.path, line, f"invalid JSON: {exc.msg} (record {index})") from None
-            if end == len(self.buffer) and not self.eof and self._more():
-                continue  # a number or literal cut at the block's end: decode it again whole
-            self.pos = end
-            return value
+                else:
+                    depth += 1 if char in "[{" else -1
+                    if depth <= 0:
+                        break
+                    continue
+            # the buffer ended inside the value: read on, dropping the value's text once it is over the limit
+            too_long = dropped or scan - start > self.cap
+            if too_long:
+                dropped += scan - start
+                start = scan
+            if not self._more(keep_from=start):
+                break  # the file ends inside the value: raw_decode names the error
+            scan, start = scan - start, 0
+        if dropped:
+            self.line += self.buffer.count("\n", 0, scan)
+            self.buffer, self.pos = self.buffer[scan:], 0
+            return _TooLong(dropped + scan - start)
+        if scan - start > self.cap:
+            self.line += self.buffer.count("\n", 0, scan)
+            size = scan - start
+            self.buffer, self.pos = self.buffer[scan:], 0
+            return _TooLong(size)
+        return self._decode(start, index)
+
+    def _decode(self, start: int, index: int) -> object:
+        try:
+            value, end = json.JSONDecoder().raw_decode(self.buffer, start)
+        except json.JSONDecodeError as exc:
+            line = self.line + self.buffer.count("\n", 0, exc.pos)
+            raise IngestError(self.path, line, f"invalid JSON: {exc.msg} (record {index})") from None
+        except ValueError as exc:  # an integer of more than 4,300 digits
+            line = self.line + self.buffer.count("\n", 0, start)
+            raise IngestError(self.path, line, f"invalid JSON: {exc} (record {index})") from None
+        self.pos = end
+        return value
 
 
 def _parse_csv(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
     """CSV with a header row naming at least an 'abstract' column; blank lines are skipped."""
     source = display_name(path)
-    reader = csv.reader(text + "\n" for _, text in _read_lines(path))
+    cap = limits().max_record
+    pending = 0  # characters read for the row being parsed
+
+    def lines() -> Iterator[str]:
+        nonlocal pending
+        for lineno, text in _read_lines(path):
+            if isinstance(text, _LongLine):
+                raise IngestError(path, lineno, f"line is {text.size:,} bytes, over the {_size(limits().max_line)} "
+                                                f"limit of one line (a CSV file cannot be read past it)")
+            pending += len(text) + 1
+            if pending > cap:
+                raise IngestError(path, start, f"the record starting here is over {cap:,} characters (the limit"
+                                               f" of one record; a quote left open?)")
+            yield text + "\n"
+
+    reader = csv.reader(lines())
     columns: list[str] | None = None
     while True:
         start = reader.line_num + 1
+        pending = 0
         try:
             row = next(reader)
         except StopIteration:
@@ -659,6 +893,7 @@ class _Block(NamedTuple):
     text: str
     lines: int
     comments: tuple[str, ...] = ()
+    too_long: int = 0  # a block over the limits: its size (its text is dropped), else 0
 
 
 def _iter_blocks(lines: Iterable[tuple[int, str]], comments: bool = False) -> Iterator[_Block]:
@@ -666,21 +901,36 @@ def _iter_blocks(lines: Iterable[tuple[int, str]], comments: bool = False) -> It
 
     With ``comments``, a line starting with ``#`` and a space is a comment: it is neither content nor
     a separator, and belongs to the block that follows it (or that it interrupts).
+    A block over ``InputLimits.max_record`` characters (or holding a line over ``max_line``) keeps no text:
+    its ``too_long`` is its size.
     """
-    start, parts, notes = 0, [], []
+    cap = limits().max_record
+    start, parts, notes, size, count = 0, [], [], 0, 0
     for lineno, text in lines:
         if comments and _COMMENT_LINE.match(text):
-            notes.append(text.strip())
+            if len(notes) < 100:
+                notes.append(text.strip()[:_MAX_LABEL_LINE])
             continue
-        stripped = text.strip()
+        stripped = text.strip() if not isinstance(text, _LongLine) else text
         if stripped:
-            start = start if parts else lineno
-            parts.append(stripped)
-        elif parts:
-            yield _Block(start, " ".join(parts), len(parts), tuple(notes))
-            parts, notes = [], []
-    if parts:
-        yield _Block(start, " ".join(parts), len(parts), tuple(notes))
+            start = start if count else lineno
+            count += 1
+            size += text.size if isinstance(text, _LongLine) else len(stripped) + 1
+            if size > cap or isinstance(text, _LongLine):
+                parts = []  # dropped: only its size is kept
+            else:
+                parts.append(stripped)
+        elif count:
+            yield _Block(start, " ".join(parts), count, tuple(notes), size if not parts else 0)
+            parts, notes, size, count = [], [], 0, 0
+    if count:
+        yield _Block(start, " ".join(parts), count, tuple(notes), size if not parts else 0)
+
+
+def _too_long_block(source: str, block: _Block) -> BadRecord:
+    return BadRecord(source, block.line, f"paragraph is {block.too_long:,} characters or more, over the "
+                                         f"{limits().max_record:,}-character limit of one record (not read)",
+                     kind="too-long")
 
 
 def _is_label_line(block: _Block) -> bool:
@@ -725,10 +975,14 @@ def _parse_text_labeled(path: str | PathLike, labeled: bool | None) -> Iterator[
     source = display_name(path)
     blocks = _iter_blocks(_read_lines(path), comments=True)
     block = next(blocks, None)
-    if block is not None and not _is_label_line(block):
+    if block is not None and not block.too_long and not _is_label_line(block):
         yield _header_record(source, block)
         block = next(blocks, None)
     while block is not None:
+        if block.too_long:
+            yield _too_long_block(source, block)
+            block = next(blocks, None)
+            continue
         if not _is_label_line(block):
             yield BadRecord(source, block.line, "text block is not preceded by a label line")
             block = next(blocks, None)
@@ -760,6 +1014,8 @@ def _labeled_text_record(
         body = body[1:]
     if not body:
         return BadRecord(source, label.line, f"label block {label.text!r} has no abstract")
+    if too_long := next((block for block in body if block.too_long), None):
+        return _too_long_block(source, too_long)
     abstract = " ".join(block.text for block in body)
     guesses = [c[len(SUGGESTED_MARKER):].strip() for c in label.comments if c.startswith(SUGGESTED_MARKER)]
     return _make_record(source, label.line, abstract, labeled=labeled, label=label.text, authors=authors,
@@ -770,6 +1026,9 @@ def _parse_text_unlabeled(path: str | PathLike, labeled: bool | None) -> Iterato
     """One abstract per paragraph, after an optional short header line."""
     source = display_name(path)
     for index, block in enumerate(_iter_blocks(_read_lines(path))):
+        if block.too_long:
+            yield _too_long_block(source, block)
+            continue
         if index == 0 and _looks_like_header(block.text):
             yield _header_record(source, block)
             continue

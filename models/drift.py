@@ -208,6 +208,8 @@ def drift_report(stats: DumpStats, profile: TrainingProfile, seed: int = 0) -> d
     train_areas = profile.area_counts / max(profile.area_counts.sum(), 1)
     dump_areas = stats.area_counts / max(stats.area_counts.sum(), 1)
     holdout_unsure = float(unsure(profile.holdout_top1, profile).mean())
+    if not stats.n:
+        return _nothing_to_compare(profile, holdout_unsure)
     values = {
         "label_js": js_distance(stats.label_counts, profile.label_counts),
         "area_js": js_distance(stats.area_counts, profile.area_counts),
@@ -239,6 +241,21 @@ def drift_report(stats: DumpStats, profile: TrainingProfile, seed: int = 0) -> d
     return report
 
 
+NOTHING_TO_COMPARE = "no record to compare: every record was rejected (see the errors file)"
+
+
+def _nothing_to_compare(profile: TrainingProfile, holdout_unsure: float) -> dict:
+    """The report of a dump without any accepted record: no figure (a JS of 0 would read as "identical")."""
+    return {
+        "records": 0, "label_js": None, "area_js": None, "unsure_share": None, "oov_share": None,
+        "holdout": {"unsure_share": round(holdout_unsure, 4),
+                    "oov_share": round(_share(profile.holdout_oov.sum(), profile.holdout_terms.sum()), 4),
+                    "records": profile.n},
+        "expected_at_this_size": {}, "outside": [], "labels_moved_most": [], "areas": [],
+        "unsure_rule": unsure_rule(profile), "unknown_labels": 0, "warning": None, "note": NOTHING_TO_COMPARE,
+    }
+
+
 _NAMES = {"label_js": "label distribution JS", "area_js": "area distribution JS", "unsure_share": "unsure share",
           "oov_share": "out-of-vocabulary share"}
 
@@ -253,6 +270,8 @@ def warning_line(report: dict) -> str:
 
 def summary_lines(report: dict) -> list[str]:
     """The report in a few printable lines (warning last)."""
+    if not report["records"]:
+        return [f"drift vs training data: {NOTHING_TO_COMPARE}"]
     moved = ", ".join(f"{m['label']} {m['training_share']:.1%}→{m['dump_share']:.1%}"
                       for m in report["labels_moved_most"][:3])
     lines = [

@@ -12,6 +12,8 @@ which retries for minutes, is used: a server that is down, or whose database is 
 
 from __future__ import annotations
 
+import errno
+from contextlib import contextmanager
 from pathlib import Path
 
 import mlflow
@@ -27,27 +29,79 @@ class TrackingServerUnreachable(PapertrackError):
     """The tracking server (or the database behind it) does not answer."""
 
 
+class StoreNotWritable(PapertrackError):
+    """The store's folder (``PAPERTRACK_HOME``) or its database cannot be written."""
+
+
 def configure() -> str:
-    """Point MLflow at papertrack's store and make sure the experiment exists; returns the URI."""
+    """Point MLflow at papertrack's store and make sure the experiment exists; returns the URI.
+
+    A sqlite store is created (schema and experiment) under an exclusive lock on ``<db>.lock``: two commands
+    started at once on a new store used to both create MLflow's tables ("table registered_model_tags already
+    exists"). A folder or database that cannot be written is one :class:`StoreNotWritable` naming it.
+    """
     settings.quiet_third_parties()
     current = settings.current()
     uri = current.tracking_uri
-    if uri.startswith("sqlite:///"):
-        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    if uri.startswith(("http://", "https://")):
-        check_tracking_server(uri)
-    mlflow.set_tracking_uri(uri)
-    mlflow.set_registry_uri(uri)
-    if current.user_tracking_uri is None:
-        settings.remember_tracking_uri(uri)
-    if mlflow.get_experiment_by_name(settings.EXPERIMENT_NAME) is None:
-        location = None
-        if not uri.startswith(("http://", "https://", "databricks")):
-            current.artifact_root.mkdir(parents=True, exist_ok=True)
-            location = current.artifact_root.as_uri()
-        mlflow.create_experiment(settings.EXPERIMENT_NAME, artifact_location=location)
-    mlflow.set_experiment(settings.EXPERIMENT_NAME)
+    database = Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+    try:
+        if database is not None:
+            database.parent.mkdir(parents=True, exist_ok=True)
+        if uri.startswith(("http://", "https://")):
+            check_tracking_server(uri)
+        mlflow.set_tracking_uri(uri)
+        mlflow.set_registry_uri(uri)
+        if current.user_tracking_uri is None:
+            settings.remember_tracking_uri(uri)
+        with _creating(database):
+            if mlflow.get_experiment_by_name(settings.EXPERIMENT_NAME) is None:
+                location = None
+                if not uri.startswith(("http://", "https://", "databricks")):
+                    current.artifact_root.mkdir(parents=True, exist_ok=True)
+                    location = current.artifact_root.as_uri()
+                _create_experiment(location)
+        mlflow.set_experiment(settings.EXPERIMENT_NAME)
+    except OSError as exc:
+        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EEXIST):
+            raise
+        raise StoreNotWritable(_not_writable(exc.filename or current.home, exc.strerror)) from None
+    except Exception as exc:  # sqlalchemy's OperationalError: "attempt to write a readonly database", ...
+        if database is not None and ("readonly database" in str(exc) or "unable to open database" in str(exc)):
+            raise StoreNotWritable(_not_writable(database, "the database cannot be written")) from None
+        raise
     return uri
+
+
+def _not_writable(path, why: str | None) -> str:
+    return (f"cannot write the papertrack store at {path} ({why or 'permission denied'}); make PAPERTRACK_HOME a "
+            f"folder you can write (e.g. export PAPERTRACK_HOME=~/.papertrack) or fix its permissions")
+
+
+@contextmanager
+def _creating(database: Path | None):
+    """An exclusive lock on ``<database>.lock`` while the store is created (nothing for other stores)."""
+    if database is None:
+        yield
+        return
+    import fcntl
+
+    with open(database.with_name(database.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _create_experiment(location: str | None) -> None:
+    """Create the experiment; another process having just created it (a tracking server) is fine."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        mlflow.create_experiment(settings.EXPERIMENT_NAME, artifact_location=location)
+    except MlflowException as exc:
+        if "RESOURCE_ALREADY_EXISTS" not in str(exc.error_code) and "already exists" not in str(exc):
+            raise
 
 
 def check_tracking_server(uri: str, timeout: float = PROBE_TIMEOUT) -> None:

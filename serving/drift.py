@@ -43,11 +43,35 @@ def _top_of_rows(output: Path) -> Iterator[tuple[str, float, str]]:
                     yield row["tracks"][0]["label"], float(row["tracks"][0]["probability"]), row["area"]
 
 
-def _texts(inputs: Sequence[Path], formats: Sequence[str | None], use_title: bool) -> Iterator[str]:
+def _labeled_keys(output: Path) -> Iterator[tuple[str, int]]:
+    """(source, line) of every row of a labeling output, in output order (= input order)."""
+    with open(output, encoding="utf-8", newline="") as f:
+        if output.suffix.lower() == ".csv":
+            for row in csv.DictReader(f):
+                yield row["source"], int(row["line"])
+        else:
+            for line in f:
+                if line.strip():
+                    row = json.loads(line)
+                    yield row["source"], int(row["line"])
+
+
+def _texts(inputs: Sequence[Path], formats: Sequence[str | None], use_title: bool,
+           labeled: Iterator[tuple[str, int]] | None = None) -> Iterator[str]:
+    """The model texts of the input records; with ``labeled`` (the output's (source, line) keys, in input order),
+    only of the records that have a row: a record the run rejected (an error row) adds nothing."""
+    wanted = next(labeled, None) if labeled is not None else None
     for path, fmt in zip(inputs, formats):
         for item in iter_records(path, fmt, labeled=None):
-            if isinstance(item, Record):
-                yield model_text(item.abstract, item.title, use_title)
+            if not isinstance(item, Record):
+                continue
+            if labeled is not None:
+                if wanted != (item.source, item.line):
+                    continue
+                wanted = next(labeled, None)
+            yield model_text(item.abstract, item.title, use_title)
+        if labeled is not None and wanted is None:
+            return
 
 
 def output_drift(output: Path, inputs: Sequence[Path], profile: TrainingProfile, *, fmt: str | None = None,
@@ -58,7 +82,9 @@ def output_drift(output: Path, inputs: Sequence[Path], profile: TrainingProfile,
     rows = _top_of_rows(output)
     while chunk := list(islice(rows, CHUNK)):
         stats.add(profile, [r[0] for r in chunk], [r[1] for r in chunk], [r[2] for r in chunk])
-    texts = _texts(inputs, [fmt] * len(inputs), use_title)
+    if stats.n == 0:
+        return drift_report(stats, profile)  # no record labeled: nothing to compare, not even the vocabulary
+    texts = _texts(inputs, [fmt] * len(inputs), use_title, _labeled_keys(output))
     while chunk := list(islice(texts, CHUNK)):
         stats.add(profile, [], [], [], chunk, tokenize)
     return drift_report(stats, profile)

@@ -32,6 +32,7 @@ from papertrack.models.candidates import Candidate
 from papertrack.models.catalogue import CANDIDATES, select
 from papertrack import registry, store
 from papertrack.errors import UsageError
+from papertrack.training import preflight
 from papertrack.training import promotion, tracking
 from papertrack.training.cv import check_trainable, fold_indices
 from papertrack.training.champion import ChampionChoice, Contender, choose_champion
@@ -176,6 +177,7 @@ def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_n
     for line in summary.lines():  # first: they say why records were left out (duplicates, model guesses)
         console.print(f"  {line}")
     check_trainable([rename_map.apply(r.label) for r in records], folds, [str(p) for p in data_paths])
+    preflight.check(records, [str(p) for p in data_paths], jobs=jobs)  # labels that cannot fit in memory: refuse
     data = TrainingSet.from_records(records, use_title=use_title, renames=rename_map)
     sources = data.label_distribution()
     counts = {name: int(sources[name].sum()) for name in data.source_names}

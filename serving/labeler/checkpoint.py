@@ -23,7 +23,7 @@ from papertrack.serving.labeler.summary import Counters
 
 VERSION = 1
 # settings a resumed run must share with the interrupted one, and how a message names each
-MUST_MATCH = (("version", "checkpoint format"), ("inputs", "input files (paths, sizes or times)"),
+MUST_MATCH = (("version", "checkpoint format"), ("inputs", "input files (paths, sizes, times or contents)"),
               ("formats", "input formats"), ("output", "output file"), ("errors", "errors file"),
               ("kind", "output format"), ("top_k", "--top-k"), ("model", "model"))
 
@@ -60,16 +60,38 @@ def default_errors_path(output: Path) -> Path:
     return output.with_name(name + ".errors.jsonl")
 
 
+DIGEST_SPAN = 1 << 20  # bytes hashed at each end of an input
+
+
 def fingerprint(paths: Sequence[Path]) -> list[dict]:
-    """Path, size and modification time of every input: a resume refuses inputs that changed."""
+    """Path, size, modification time and a content digest of every input: a resume refuses inputs that changed.
+
+    The digest (``sha256`` of the size, the first and the last ``DIGEST_SPAN`` bytes) tells a file replaced by
+    another of the same size and time (``cp -p``, ``touch -r``, an unpacked archive) apart, reading at most 2 MiB.
+    """
     out = []
     for path in paths:
         try:
             stat = path.stat()
+            digest = content_digest(path, stat.st_size)
         except OSError:
             raise IngestError(path, None, "file not found") from None
-        out.append({"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns})
+        out.append({"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+                    "sha256": digest})
     return out
+
+
+def content_digest(path: Path, size: int) -> str:
+    """sha256 of ``size``, the first ``DIGEST_SPAN`` bytes and the last ``DIGEST_SPAN`` bytes of ``path``."""
+    import hashlib
+
+    digest = hashlib.sha256(str(size).encode())
+    with open(path, "rb") as f:
+        digest.update(f.read(DIGEST_SPAN))
+        if size > DIGEST_SPAN:
+            f.seek(max(DIGEST_SPAN, size - DIGEST_SPAN))
+            digest.update(f.read(DIGEST_SPAN))
+    return digest.hexdigest()
 
 
 def refuse_overwriting_inputs(paths: Paths, inputs: Sequence[Path]) -> None:

@@ -17,12 +17,14 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import FileResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from papertrack.features.ingest import IngestError, Record, detect_format, iter_records
+from papertrack.features.ingest import IngestError, Record, detect_format, input_limits, iter_records
 
 STATIC = Path(__file__).parent / "static"
 MAX_DUMP_BYTES = 20 * 1024 * 1024
 """Largest file the page may send to ``/parse_dump`` (bytes); label larger dumps with ``papertrack label``."""
 MAX_DUMP_RECORDS = 20_000
+MAX_DUMP_TEXT_BYTES = 100 * 1024 * 1024
+"""Largest dump once decompressed (a gzip file is counted by what it holds, not by its compressed size)."""
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -99,7 +101,7 @@ def _surrogate_message(name: str, body: bytes) -> str:
 
 def read_dump(data: bytes, name: str, fmt: str | None = None) -> dict:
     """Every record of a dump given as bytes (written to a temporary file named ``name`` for ingest)."""
-    with tempfile.TemporaryDirectory(prefix="papertrack-dump-") as folder:
+    with tempfile.TemporaryDirectory(prefix="papertrack-dump-") as folder, input_limits(max_bytes=MAX_DUMP_TEXT_BYTES):
         path = Path(folder) / name
         path.write_bytes(data)
         fmt = detect_format(path, fmt)

@@ -1,0 +1,92 @@
+"""A fast check of the training data before any model is fitted: refuse what cannot be trained in this machine's
+memory, with one ``error:`` line naming the files and the fix, instead of a sweep that grows until the kernel
+kills it.
+
+Training 1,500 records that carried 1,500 distinct labels grew past 18 GB and was killed without a word: a
+linear model holds a dense coefficient matrix of labels × features, and the optimiser keeps several copies of
+it, in every parallel fit. :func:`check` refuses
+
+* more distinct labels than half the records (when over ``MIN_LABELS_TO_REFUSE``): a label that has one or two
+  examples cannot be learned — usually the label field holds an id or a title, not a track;
+* a label count whose model would not fit in memory: ``labels × features × 8 bytes × COPIES × parallel fits``
+  over ``MEMORY_SHARE`` of the memory available (physical memory, a cgroup limit or an address-space limit,
+  whichever is smallest). ``features`` is the words found in at least 2 records plus the character n-grams'
+  cap (:data:`papertrack.features.text.FEATURE_SETTINGS`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from papertrack.errors import UsageError
+
+MIN_LABELS_TO_REFUSE = 100  # fewer distinct labels than this are never refused for being too many
+COPIES = 10  # coefficient-sized arrays a fit holds at once (the model, its gradient, L-BFGS's history)
+MEMORY_SHARE = 0.8  # of the available memory the estimate may take
+_WORD = re.compile(r"(?u)\b\w\w+\b")  # scikit-learn's default token pattern
+
+
+def check(records: Sequence, files: Sequence[str | Path], *, jobs: int = 1, available: int | None = None) -> None:
+    """``UsageError`` when ``records`` (with ``.label`` and ``.abstract``) cannot be trained here (module doc)."""
+    where = ", ".join(str(f) for f in files)
+    labels = Counter(r.label for r in records if r.label is not None)
+    n, k = sum(labels.values()), len(labels)
+    if k >= MIN_LABELS_TO_REFUSE and k > n / 2:
+        singles = sum(count == 1 for count in labels.values())
+        raise UsageError(
+            f"{where}: {k:,} distinct labels for {n:,} labeled records ({singles:,} labels have a single record): "
+            f"too few examples per label to learn any of them. Is the label field a track ('Area · Subarea')? "
+            f"Use fewer, broader labels (merge rare ones with --rename OLD=NEW) or add records")
+    need = estimate_bytes(records, k, jobs)
+    have = available_memory() if available is None else available
+    if have and need > MEMORY_SHARE * have:
+        fix = "Train with --jobs 1, use" if jobs > 1 else "Use"
+        raise UsageError(
+            f"{where}: {k:,} distinct labels need about {_gib(need)} of memory to train ({k:,} labels × "
+            f"{features(records):,} features × 8 bytes × {COPIES} copies × {jobs} parallel fit(s)); this machine "
+            f"has {_gib(have)}. {fix} fewer labels (merge rare ones with --rename OLD=NEW) or train on a machine "
+            f"with more memory")
+
+
+def features(records: Sequence) -> int:
+    """Estimated feature count: words in at least 2 records plus the character n-gram cap."""
+    from papertrack.features.text import FEATURE_SETTINGS
+
+    seen: Counter[str] = Counter()
+    for record in records:
+        seen.update(set(_WORD.findall(record.abstract.lower())))
+    words = sum(count >= 2 for count in seen.values())
+    return words + int(FEATURE_SETTINGS["char"].get("max_features") or 0)
+
+
+def estimate_bytes(records: Sequence, n_labels: int, jobs: int = 1) -> int:
+    return n_labels * features(records) * 8 * COPIES * max(1, jobs)
+
+
+def available_memory() -> int | None:
+    """The smallest of physical memory, the cgroup's memory limit and the address-space limit (bytes)."""
+    limits = []
+    try:
+        limits.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        pass
+    for name in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(name).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 1 << 60:
+            limits.append(int(text))
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        limits.append(soft)
+    return min(limits) if limits else None
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):,.1f} GiB"
