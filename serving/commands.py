@@ -234,6 +234,8 @@ def label(
         result, backend = _run_labeler(dumps, output, model, url, top_k=top_k, fmt=fmt, errors=errors,
                                        resume=resume, chunk_size=chunk_size, progress=progress)
         _print_summary(result)
+        if result.counters.labeled:
+            _note_training_overlap(getattr(backend, "predictor", None), dumps, fmt)
         from papertrack.serving.drift import report_run
 
         report_run(getattr(backend, "predictor", None), result.paths.output, dumps, fmt=fmt, say=_say, note=_note)
@@ -287,6 +289,32 @@ def _run_labeler(dumps, output, model, url, *, top_k, fmt, errors, resume, chunk
     finally:
         backend.close()
     return result, backend
+
+
+def training_overlap(predictor, dumps, fmt: str | None) -> tuple[int, int]:
+    """(labeled records of the dumps that are in the model's training data, labeled records): read from the
+    model's neighbour index (the abstracts it was refit on). (0, n) when the model has no index."""
+    from papertrack.features.ingest import Record, iter_records
+
+    index = getattr(predictor, "neighbors", None)
+    seen = labeled = 0
+    for dump in dumps:
+        for record in iter_records(dump, fmt):
+            if isinstance(record, Record) and record.label is not None:
+                labeled += 1
+                seen += index is not None and index.contains(record.abstract)
+    return seen, labeled
+
+
+def _note_training_overlap(predictor, dumps, fmt: str | None) -> None:
+    """A labeled input whose records the model was trained on scores (near) perfectly: say so next to the
+    accuracy line."""
+    if predictor is None or getattr(predictor, "neighbors", None) is None:
+        return
+    seen, labeled = training_overlap(predictor, dumps, fmt)
+    if seen:
+        _note(f"{seen:,} of {labeled:,} labeled records are in the model's training data: their accuracy is not a "
+              f"fair figure (measure it on abstracts the model was not trained on)")
 
 
 def _note_older_output(output: Path, inputs) -> None:
