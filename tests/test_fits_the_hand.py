@@ -109,3 +109,151 @@ def test_a_subarea_typo_is_reported_once_with_the_nearest_track(tmp_path, caplog
     assert messages == ["label 'Theory · Learning Theroy': 'Learning Theroy' is not a subarea of Theory; "
                         "did you mean 'Theory · Learning Theory'? (kept as a track of its own)"]
     assert normalise_label("Theory · Learning Theory") == ("Theory", "Learning Theory")
+
+
+# --------------------------------------------------------------------------- 10. labeled input the model trained on
+
+
+TRAINED_ON = ["We bound the sample complexity of learning halfspaces with margin under label noise.",
+              "A diffusion model for protein structure generation with equivariant networks."]
+
+
+def _fake_backend_with_index():
+    from types import SimpleNamespace
+
+    from papertrack.models.neighbors import NeighborIndex
+    from tests.test_hostile_label import FakeBackend
+
+    index = NeighborIndex.build(TRAINED_ON, ["t1", "t2"], [None, None], ["Theory", "Deep Learning"])
+
+    class Backend(FakeBackend):
+        predictor = SimpleNamespace(neighbors=index, training_profile=None)
+
+    return Backend
+
+
+def test_neighbor_index_knows_its_training_abstracts():
+    backend = _fake_backend_with_index()
+    index = backend.predictor.neighbors
+    assert index.contains(TRAINED_ON[0]) and index.contains("  " + TRAINED_ON[1].replace(" ", "\n  ", 3))
+    assert not index.contains("We bound the sample complexity of learning halfspaces, differently.")
+
+
+def test_label_says_when_labeled_input_is_training_data(tmp_path, monkeypatch):
+    import papertrack.serving.labeler as labeler
+    from papertrack.cli import app
+
+    monkeypatch.setattr(labeler, "LocalBackend", _fake_backend_with_index())
+    dump = tmp_path / "dump.jsonl"
+    rows = [{"abstract": TRAINED_ON[0], "label": "Theory"}, {"abstract": TRAINED_ON[1], "label": "Deep Learning"},
+            {"abstract": "An unseen abstract about optimisation of transformers.", "label": "Optimization"},
+            {"abstract": "An unlabeled abstract about something else entirely."}]
+    dump.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    result = CliRunner().invoke(app, ["label", str(dump), "-o", str(tmp_path / "out.csv"), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "3 inputs had a label" in text
+    assert ("note: 2 of 3 labeled records are in the model's training data: their accuracy is not a fair figure"
+            in text)
+
+    dump.write_text(json.dumps(rows[2]) + "\n", encoding="utf-8")  # nothing it trained on: no note
+    result = CliRunner().invoke(app, ["label", str(dump), "-o", str(tmp_path / "out2.csv"), "--no-progress"])
+    assert result.exit_code == 0 and "training data" not in result.output
+
+
+# --------------------------------------------------------------------------- 5. the Python API
+
+
+def test_import_papertrack_is_light():
+    code = ("import sys, papertrack; print(callable(papertrack.load), papertrack.__version__, "
+            "any(m.split('.')[0] in ('mlflow', 'sklearn', 'pandas', 'bentoml') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "True" and out[2] == "False"
+
+
+def test_load_without_a_model_says_what_to_do(tmp_path, monkeypatch):
+    import papertrack
+    from papertrack.errors import NoModelError
+
+    monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "empty-home"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(NoModelError, match="papertrack train"):
+        papertrack.load()
+    assert not (tmp_path / "mlflow.db").exists() and (tmp_path / "empty-home" / "mlflow.db").exists()
+
+
+@pytest.mark.slow
+def test_api_answers_are_the_pyfunc_and_the_cli_answers(trained, tmp_path):
+    import mlflow
+    import pandas as pd
+
+    import papertrack
+    from papertrack.cli import app
+
+    abstracts = [json.loads(line)["abstract"] for line in Path(trained["data"]).read_text().splitlines()[:5]]
+    model = papertrack.load()
+    assert model.model_uri == "models:/papertrack@champion"
+    answers = model.predict(abstracts, top_k=3)
+    assert len(answers) == 5 and all(len(a["tracks"]) == 3 for a in answers)
+    assert model.predict(abstracts[0]) == answers[:1]
+
+    # the pyfunc, once papertrack's store is configured (the README's one-liner)
+    papertrack.store.configure()
+    pyfunc = mlflow.pyfunc.load_model("models:/papertrack@champion")
+    out = pyfunc.predict(pd.DataFrame({"abstract": abstracts}), params={"top_k": 3, "output": "json"})
+    assert [json.loads(a) for a in out["answer"]] == answers
+
+    # papertrack label's rows
+    dump = tmp_path / "in.jsonl"
+    dump.write_text("".join(json.dumps({"id": f"p{i}", "abstract": a}) + "\n" for i, a in enumerate(abstracts)))
+    result = CliRunner().invoke(app, ["label", str(dump), "-o", str(tmp_path / "out.jsonl"), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [r["tracks"] for r in rows] == [[{"label": t["label"], "probability": t["probability"]}
+                                            for t in a["tracks"]] for a in answers]
+
+    frame = model.predict_frame(pd.Series(abstracts, index=list("abcde")))
+    assert list(frame.index) == list("abcde") and list(frame.columns[:4]) == ["track", "probability", "top_k", "area"]
+    assert frame["track"].tolist() == [a["tracks"][0]["label"] for a in answers]
+    assert frame["top_k"].iloc[0].startswith(f"{answers[0]['tracks'][0]['label']} (")
+
+    why = model.explain(abstracts[0])
+    assert why["tracks"] == model.predict(abstracts[0])[0]["tracks"] and why["method"]["kind"]
+    assert len(why["explanations"]) == 3
+
+
+# --------------------------------------------------------------------------- 7 and 9 end to end: train, label
+
+
+NOISE = ("Downloading artifacts", "WARNING mlflow", "INFO mlflow", "CloudPickle", "Hint: Inferred schema")
+
+
+@pytest.mark.slow
+def test_train_and_label_are_quiet_and_report_a_subarea_typo(labeled_subset, tmp_path):
+    data = tmp_path / "data.jsonl"
+    typo = {"abstract": "We prove generalisation bounds for overparameterised networks via PAC-Bayes.",
+            "label": "Theory · Learning Theroy"}
+    data.write_text(Path(labeled_subset).read_text(encoding="utf-8") + json.dumps(typo) + "\n", encoding="utf-8")
+    env = {**os.environ, "PAPERTRACK_HOME": str(tmp_path / "home"), "COLUMNS": "120"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    for key in ("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "MLFLOW_LOGGING_LEVEL"):
+        env.pop(key, None)
+    cli = [sys.executable, "-m", "papertrack.cli"]
+    train = subprocess.run([*cli, "train", "-c", "tfidf-word-cnb", "--folds", "2", "--data", str(data)],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert train.returncode == 0, train.stdout + train.stderr
+    output = train.stdout + train.stderr
+    assert "warning: label 'Theory · Learning Theroy'" in output
+    assert "did you mean 'Theory · Learning Theory'?" in output
+    assert not [n for n in NOISE if n in output], output
+
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text(json.dumps({"abstract": typo["abstract"]}) + "\n", encoding="utf-8")
+    label = subprocess.run([*cli, "label", str(dump), "-o", str(tmp_path / "out.csv")],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert label.returncode == 0, label.stdout + label.stderr
+    assert not [n for n in NOISE if n in label.stdout + label.stderr], label.stdout + label.stderr
+
+    verbose = subprocess.run([*cli, "-v", "label", str(dump), "-o", str(tmp_path / "out2.csv"), "--no-progress"],
+                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert verbose.returncode == 0, verbose.stdout + verbose.stderr
