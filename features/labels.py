@@ -5,13 +5,19 @@ ICML/ICLR virtual-site topics: 8 areas and their subareas); ingestion, the label
 output use it. Spelling variants of a known track — any letter case, "→", "•", " - " or "->" as the
 separator, zero-width characters, a BOM — are read as that track (``normalise_label``), so they
 cannot split the taxonomy; an area outside the known taxonomy is kept as written and reported by
-:func:`is_known_area` callers (a warning, not an error: other taxonomies are allowed).
+:func:`is_known_area` callers (a warning, not an error: other taxonomies are allowed). A subarea that is not
+one of its known area's but is spelled close to one ("Theory · Learning Theroy") is kept too (a new track),
+with a warning naming the nearest known track (:func:`nearest_known_label`), once per label and process.
 """
 
 from __future__ import annotations
 
+import difflib
+import logging
 import re
 import unicodedata
+
+log = logging.getLogger(__name__)
 
 AREA_SEPARATOR = " · "
 KNOWN_TAXONOMY: dict[str, tuple[str, ...]] = {
@@ -70,13 +76,14 @@ def clean_label_text(text: str) -> str:
     return " ".join(text.split())
 
 
-def normalise_label(text: str) -> tuple[str, str | None]:
+def normalise_label(text: str, warn: bool = True) -> tuple[str, str | None]:
     """Split a label written as "Area · Subarea", "Area·Subarea", "Area -> Subarea", "Area → Subarea",
     "Area • Subarea", "Area - Subarea" or "Area"; a known area or track in any letter case gets its
     canonical spelling.
 
-    Zero-width characters and a BOM are removed and inner whitespace runs collapse to one space.
-    Raises ``ValueError`` for an empty label, an empty area or subarea, or several separators.
+    Zero-width characters and a BOM are removed and inner whitespace runs collapse to one space. A subarea
+    that is not its known area's but close to one of them is logged (a warning naming the nearest known
+    track, once per label) unless ``warn`` is false. Raises ``ValueError`` for an empty label, an empty area or subarea, or several separators.
     """
     cleaned = clean_label_text(text)
     if not cleaned:
@@ -93,7 +100,54 @@ def normalise_label(text: str) -> tuple[str, str | None]:
         return area, None
     if not parts[1]:
         raise ValueError("empty subarea after the separator")
-    return area, _SUBAREA_BY_KEY.get((area, _key(parts[1])), parts[1])
+    subarea = _SUBAREA_BY_KEY.get((area, _key(parts[1])))
+    if subarea is None:
+        subarea = parts[1]
+        if warn and area in KNOWN_TAXONOMY:
+            _warn_unknown_subarea(area, subarea)
+    return area, subarea
+
+
+SUGGESTION_CUTOFF = 0.75  # difflib similarity a known name needs to be offered as "did you mean"
+_warned: set[tuple[str, str]] = set()
+
+
+def nearest_known_label(text: str) -> str | None:
+    """The known track (or area) spelled closest to ``text`` when it is not itself known, else None:
+    "Theory · Learning Theroy" -> "Theory · Learning Theory", "Theroy" -> "Theory"."""
+    try:
+        area, subarea = normalise_label(text, warn=False)
+    except ValueError:
+        return None
+    if area not in KNOWN_TAXONOMY:
+        areas = _close(area, KNOWN_AREAS)
+        if areas is None:
+            return None
+        if subarea is None:
+            return areas
+        area = areas
+    elif subarea is None or subarea in KNOWN_TAXONOMY[area]:
+        return None
+    if subarea is None:
+        return area
+    match = _close(subarea, KNOWN_TAXONOMY[area])
+    return format_label(area, match) if match else None
+
+
+def _close(name: str, known) -> str | None:
+    keys = {_key(k): k for k in known}
+    found = difflib.get_close_matches(_key(name), list(keys), n=1, cutoff=SUGGESTION_CUTOFF)
+    return keys[found[0]] if found else None
+
+
+def _warn_unknown_subarea(area: str, subarea: str) -> None:
+    if (area, subarea) in _warned:
+        return
+    _warned.add((area, subarea))
+    match = _close(subarea, KNOWN_TAXONOMY[area])
+    if match is not None:
+        log.warning("label %r: %r is not a subarea of %s; did you mean %r? (kept as a track of its own)",
+                    format_label(area, subarea), subarea, area, format_label(area, match))
 
 
 def is_known_area(area: str) -> bool:

@@ -7,7 +7,8 @@ One explanation of one abstract (:func:`explain`), shared by the HTTP service, t
   its TF-IDF value in the abstract (divided by the softmax temperature when there is one; naive Bayes
   log-probabilities centred over labels) — exactly its share of the track's score.
 * **linear-member** — an ensemble with such a linear TF-IDF member: the exact terms of that member (the one
-  with the largest weight), named in the response.
+  with the largest weight) and of it only — the other members (e.g. sentence embeddings) are not explained;
+  ``method.detail`` names the member and its weight and says so.
 * **occlusion** — anything else (embeddings, LightGBM on SVD): each of the abstract's most frequent content
   words (at most ``MAX_OCCLUSION``) is removed and the drop of the track's probability is its weight; one
   batched prediction of the variants.
@@ -150,7 +151,8 @@ class Explainer:
         if member is not None:
             name, weight, self.linear = member
             self.method = Method(kind="linear-member", detail=(
-                f"ensemble {candidate}: terms of its linear TF-IDF member {name} (weight {weight:.2f}), "
+                f"ensemble {candidate}: only its linear TF-IDF member {name} (weight {weight:.2f} in the "
+                f"ensemble) is explained, the other members' part of the answer is not in these terms; "
                 f"{self.linear.description}"))
             return
         self.method = Method(kind="occlusion", detail=(

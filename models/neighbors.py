@@ -55,6 +55,15 @@ class NeighborIndex:
     def __len__(self) -> int:
         return self.by_term.shape[1]
 
+    def contains(self, abstract: str) -> bool:
+        """Whether ``abstract`` is one of the training abstracts: it starts like one of them, to the
+        stored snippet (the whole abstract when it is short). Ids are not compared: the same paper has
+        different ids in different dumps, and different papers may share short ids."""
+        known = self.__dict__.get("_known")
+        if known is None:
+            known = self._known = frozenset(self.snippets)
+        return _snippet(abstract) in known
+
     def vector(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """The query's TF-IDF vector as (term columns, values): what ``vectorizer.transform`` computes
         (sublinear tf × idf, L2-normalised), without its per-call input validation."""

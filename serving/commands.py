@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,6 @@ err_console = Console(stderr=True)
 
 SERVICE = "papertrack.serving.service:PaperTrack"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
-REPO_ROOT = Path(__file__).resolve().parents[1]  # the source checkout (editable install): bentofile, wheel
 
 
 def _error(message: object) -> None:
@@ -100,51 +100,167 @@ def _port_in_use(host: str, port: int) -> bool:
 
 def build(
     alias: Annotated[str, typer.Option(help="Registry alias of the model to package.")] = settings.CHAMPION,
-    bentofile: Annotated[Path, typer.Option(help="The build file.")] = REPO_ROOT / "bentofile.yaml",
+    bentofile: Annotated[Optional[Path], typer.Option(
+        help="A bentofile.yaml to start from (default: papertrack's own build settings); its python wheels and "
+             "requirements are replaced by papertrack's wheel and the champion's requirements.",
+        show_default=False)] = None,
     export: Annotated[Optional[Path], typer.Option(
-        help="Also export the Bento as one self-contained archive (code wheel + model), e.g. dist/papertrack.bento.")]
+        help="Also export the Bento as one self-contained archive (code wheel + model), e.g. papertrack.bento.")]
     = None,
 ) -> None:
-    """Build a Bento: the papertrack wheel + the champion (imported into the BentoML store) + the service."""
+    """Build a Bento: the papertrack wheel + the champion (imported into the BentoML store) + the service.
+
+    Works from an installed papertrack (nothing is written next to the code): the wheel is built in a
+    temporary folder from the installed package, and the Bento's Python requirements are the champion's own
+    (its MLflow requirements.txt: e.g. torch and sentence-transformers for an embedding champion).
+    """
+    import tempfile
+
     from papertrack.serving.store import service_env
 
+    if bentofile is not None and not bentofile.is_file():
+        raise UsageError(f"--bentofile {bentofile}: no such file")
+    if export is not None and export.is_dir():
+        raise UsageError(f"--export {export} is a folder; give the archive's file name, e.g. {export}/papertrack.bento")
     model = _champion_or_exit(alias)
-    wheel = build_wheel(REPO_ROOT / "dist")
-    _say(f"Built {wheel}")
-    _say(f"Packaging model {model.tag} with bentoml build ...")
     env = service_env(str(model.tag))
-    output = _run([sys.executable, "-m", "bentoml", "build", "-f", str(bentofile), "-o", "tag", str(REPO_ROOT)],
-                  "bentoml build", cwd=REPO_ROOT, env=env)
+    with tempfile.TemporaryDirectory(prefix="papertrack-build-") as tmp:
+        context = Path(tmp)
+        wheel = build_wheel(context / "dist")
+        requirements = champion_requirements(Path(model.path_of(f"{_mlflow_folder()}/requirements.txt")))
+        (context / "requirements.txt").write_text("\n".join(requirements) + "\n", encoding="utf-8")
+        spec = bento_spec(wheel.relative_to(context).as_posix(), bentofile)
+        import yaml
+
+        (context / "bentofile.yaml").write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+        _say(f"Packaging model {model.tag} with the {wheel.name} wheel and {len(requirements)} requirements of "
+             f"the champion ({', '.join(requirements[:4])}{', ...' if len(requirements) > 4 else ''}) ...")
+        output = _run([sys.executable, "-m", "bentoml", "build", "-f", str(context / "bentofile.yaml"),
+                       "-o", "tag", str(context)], "bentoml build", cwd=context, env=env)
     tag = output.strip().splitlines()[-1].removeprefix("__tag__:")
     _say(f"Built Bento {tag} (model {model.tag}). Serve it with: bentoml serve {tag} --host 127.0.0.1")
     if export is not None:
         export.parent.mkdir(parents=True, exist_ok=True)
-        _run([sys.executable, "-m", "bentoml", "export", tag, str(export)], "bentoml export", cwd=REPO_ROOT, env=env)
+        _run([sys.executable, "-m", "bentoml", "export", tag, str(export.resolve())], "bentoml export", env=env)
         _say(f"Exported {tag} with its model to {export}")
 
 
+def _mlflow_folder() -> str:
+    from papertrack.serving.store import MLFLOW_MODEL_FOLDER
+
+    return MLFLOW_MODEL_FOLDER
+
+
+# The Bento's settings (bentofile.yaml at the repository root says the same, for `bentoml build` by hand).
+BENTO_SPEC = {
+    "service": SERVICE,
+    "name": "papertrack",
+    "labels": {"project": "papertrack"},
+    "description": "Classify ML paper abstracts into conference tracks (Area · Subarea); see README.md.",
+    "include": ["bentofile.yaml"],
+    "python": {"lock_packages": False},
+    "envs": [{"name": "PAPERTRACK_WORKERS", "value": "1"}, {"name": "MLFLOW_DISABLE_TELEMETRY", "value": "true"},
+             {"name": "BENTOML_DO_NOT_TRACK", "value": "true"},
+             {"name": "PAPERTRACK_EMBEDDING_CACHE", "value": "off"}],
+}
+
+
+def bento_spec(wheel: str, bentofile: Path | None = None) -> dict:
+    """The build settings: ``bentofile`` (or :data:`BENTO_SPEC`) with papertrack's wheel and the champion's
+    requirements (``requirements.txt`` in the build context) as its Python packages."""
+    import copy
+
+    import yaml
+
+    spec = copy.deepcopy(BENTO_SPEC) if bentofile is None else (yaml.safe_load(bentofile.read_text()) or {})
+    python = spec.setdefault("python", {})
+    python.pop("packages", None)
+    python["wheels"] = [wheel]
+    python["requirements_txt"] = "requirements.txt"
+    python.setdefault("lock_packages", False)
+    return spec
+
+
+def champion_requirements(path: Path) -> list[str]:
+    """The champion's pip requirements (MLflow wrote them when it was logged: the exact versions it was trained
+    with, plus e.g. torch and sentence-transformers for an embedding model) without papertrack itself (the
+    Bento carries it as a wheel) and BentoML (``bentoml build`` pins the version that built the Bento)."""
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    keep = []
+    for line in lines:
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        name = re.split(r"[\s<>=!~;\[@]", text, maxsplit=1)[0].lower().replace("_", "-")
+        if name in ("papertrack", "bentoml"):
+            continue
+        keep.append(text)
+    return keep
+
+
 def build_wheel(dist: Path) -> Path:
-    """``pip wheel`` of papertrack from a clean copy of the sources (no stale build/ folder in the wheel)."""
-    import shutil
-    import tempfile
+    """A wheel of the papertrack that is running, written into ``dist`` from its installed files (an installed
+    package or a source checkout alike: the subpackages are found where Python imports them from). Written
+    directly (a pure-Python wheel is a zip with a dist-info folder): no build backend, no network, nothing
+    written next to the code."""
+    import base64
+    import hashlib
+    import importlib
+    import zipfile
 
     from papertrack import __version__
 
     wheel = dist / f"papertrack-{__version__}-py3-none-any.whl"
     dist.mkdir(parents=True, exist_ok=True)
     wheel.unlink(missing_ok=True)
-    with tempfile.TemporaryDirectory(prefix="papertrack-wheel-") as tmp:
-        for name in ("papertrack", "features", "models", "training", "serving"):
-            shutil.copytree(REPO_ROOT / name, Path(tmp) / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        for name in ("pyproject.toml", "README.md"):
-            if (REPO_ROOT / name).exists():
-                shutil.copy2(REPO_ROOT / name, Path(tmp) / name)
-        _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), tmp],
-             "pip wheel")
-    if not wheel.exists():
-        _error(f"pip wheel did not write {wheel}")
-        raise typer.Exit(1)
+    subpackages = ("features", "models", "training", "serving")
+    files: dict[str, bytes] = {}
+
+    def add_tree(root: Path, prefix: str, skip: tuple[str, ...] = ()) -> None:
+        for path in sorted(root.rglob("*")):
+            relative = path.relative_to(root)
+            if (path.is_dir() or "__pycache__" in relative.parts or path.suffix in (".pyc", ".pyo")
+                    or relative.parts[0] in skip):
+                continue
+            files[f"{prefix}/{relative.as_posix()}"] = path.read_bytes()
+
+    # in a checkout the subpackages live at the repository root, installed under papertrack/
+    add_tree(Path(importlib.import_module("papertrack").__path__[0]), "papertrack", skip=subpackages)
+    for name in subpackages:
+        add_tree(Path(importlib.import_module(f"papertrack.{name}").__path__[0]), f"papertrack/{name}")
+    info = f"papertrack-{__version__}.dist-info"
+    files[f"{info}/METADATA"] = _wheel_metadata(__version__).encode("utf-8")
+    files[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: papertrack build\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    files[f"{info}/entry_points.txt"] = b"[console_scripts]\npapertrack = papertrack.cli:main\n"
+    record = []
+    for name, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(data)}")
+    record.append(f"{info}/RECORD,,")
+    files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode("utf-8")
+    with zipfile.ZipFile(wheel, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
     return wheel
+
+
+def _wheel_metadata(version: str) -> str:
+    """The wheel's METADATA: the running distribution's summary and requirements (extras kept)."""
+    import importlib.metadata
+
+    try:
+        meta = importlib.metadata.metadata("papertrack")
+        requires = importlib.metadata.requires("papertrack") or []
+        python = meta.get("Requires-Python") or ">=3.11"
+        summary = meta.get("Summary") or ""
+    except importlib.metadata.PackageNotFoundError:
+        requires, python, summary = [], ">=3.11", ""
+    extras = dict.fromkeys(m.group(1) for r in requires
+                           if (m := re.search(r"extra\s*==\s*[\"']([^\"']+)[\"']", r)))
+    lines = ["Metadata-Version: 2.1", "Name: papertrack", f"Version: {version}", f"Summary: {summary}",
+             f"Requires-Python: {python}", *[f"Provides-Extra: {e}" for e in extras],
+             *[f"Requires-Dist: {r}" for r in requires]]
+    return "\n".join(lines) + "\n"
 
 
 def _run(command: list[str], what: str, cwd: Path | None = None, env: dict | None = None) -> str:
@@ -234,6 +350,8 @@ def label(
         result, backend = _run_labeler(dumps, output, model, url, top_k=top_k, fmt=fmt, errors=errors,
                                        resume=resume, chunk_size=chunk_size, progress=progress)
         _print_summary(result)
+        if result.counters.labeled:
+            _note_training_overlap(getattr(backend, "predictor", None), dumps, fmt)
         from papertrack.serving.drift import report_run
 
         report_run(getattr(backend, "predictor", None), result.paths.output, dumps, fmt=fmt, say=_say, note=_note)
@@ -287,6 +405,32 @@ def _run_labeler(dumps, output, model, url, *, top_k, fmt, errors, resume, chunk
     finally:
         backend.close()
     return result, backend
+
+
+def training_overlap(predictor, dumps, fmt: str | None) -> tuple[int, int]:
+    """(labeled records of the dumps that are in the model's training data, labeled records): read from the
+    model's neighbour index (the abstracts it was refit on). (0, n) when the model has no index."""
+    from papertrack.features.ingest import Record, iter_records
+
+    index = getattr(predictor, "neighbors", None)
+    seen = labeled = 0
+    for dump in dumps:
+        for record in iter_records(dump, fmt):
+            if isinstance(record, Record) and record.label is not None:
+                labeled += 1
+                seen += index is not None and index.contains(record.abstract)
+    return seen, labeled
+
+
+def _note_training_overlap(predictor, dumps, fmt: str | None) -> None:
+    """A labeled input whose records the model was trained on scores (near) perfectly: say so next to the
+    accuracy line."""
+    if predictor is None or getattr(predictor, "neighbors", None) is None:
+        return
+    seen, labeled = training_overlap(predictor, dumps, fmt)
+    if seen:
+        _note(f"{seen:,} of {labeled:,} labeled records are in the model's training data: their accuracy is not a "
+              f"fair figure (measure it on abstracts the model was not trained on)")
 
 
 def _note_older_output(output: Path, inputs) -> None:

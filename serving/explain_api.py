@@ -40,8 +40,11 @@ class TrackExplanation(BaseModel):
 
 
 class Method(BaseModel):
-    kind: str = Field(description="exact-linear, linear-member (an ensemble's linear TF-IDF member) or occlusion.")
-    detail: str
+    kind: str = Field(description="exact-linear (the model is linear on TF-IDF terms: exact shares of each track's "
+                                  "score), linear-member (an ensemble: only its linear TF-IDF member is explained, "
+                                  "not the other members, e.g. sentence embeddings) or occlusion (the probability "
+                                  "drop when a word is removed).")
+    detail: str = Field(description="What was explained, in words (for linear-member: the member and its weight).")
 
 
 class Neighbor(BaseModel):

@@ -205,7 +205,9 @@ function render(answer) {
     for (const label of set) list.append(el("li", { text: label }));
     details.hidden = false;
   }
-  $("method").textContent = `How: ${answer.method.kind} — ${answer.method.detail}`;
+  $("method").textContent = answer.method.kind === "linear-member"
+    ? `How: only part of the model is explained — ${answer.method.detail}`
+    : `How: ${answer.method.kind} — ${answer.method.detail}`;
   const neighbors = $("neighbors");
   neighbors.replaceChildren();
   for (const n of answer.neighbors) {
@@ -250,27 +252,60 @@ function highlight(text, terms) {
 
 // ------------------------------------------------------------------ a dump
 
+// The CSV is papertrack label's (serving/labeler/rows.py): the same columns in the same order, probabilities as
+// Python writes floats, the prediction set as JSON, true/false, and a ' in front of a text cell a spreadsheet would
+// run as a formula. Papers the service rejects get no row (like the CLI's errors file): they are listed on the page.
+const FORMULA_STARTS = ["=", "+", "-", "@", "\t", "\r"];
+
 function csvCell(value) {
   const s = value === null || value === undefined ? "" : String(value);
   return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
-function csvRows(papers, results) {
-  const header = ["id", "line", "title"];
+function textCell(value) {
+  const s = value === null || value === undefined ? "" : String(value);
+  return FORMULA_STARTS.some((c) => s.startsWith(c)) ? "'" + s : s;
+}
+
+function pyFloat(x) {
+  // Python's repr(float): the shortest digits that round-trip (as JavaScript's), fixed notation for exponents
+  // -4..15 with at least one decimal, else d.ddde-05 (JavaScript writes 5e-7 and 0.00005).
+  if (!Number.isFinite(x)) return String(x);
+  if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0";
+  const [mantissa, exp] = Math.abs(x).toExponential().split("e");
+  const e = Number(exp);
+  const digits = mantissa.replace(".", "");
+  const sign = x < 0 ? "-" : "";
+  if (e < -4 || e >= 16) return `${sign}${mantissa}e${e < 0 ? "-" : "+"}${String(Math.abs(e)).padStart(2, "0")}`;
+  if (e < 0) return `${sign}0.${"0".repeat(-e - 1)}${digits}`;
+  const whole = digits.slice(0, e + 1).padEnd(e + 1, "0");
+  return `${sign}${whole}.${digits.slice(e + 1) || "0"}`;
+}
+
+function jsonList(items) {
+  return "[" + items.map((item) => JSON.stringify(item)).join(", ") + "]";  // Python's json.dumps spacing
+}
+
+function csvRows(papers, results, source) {
+  const header = ["id", "source", "line", "title"];
   for (let i = 1; i <= DUMP_TOP_K; i++) header.push(`track_${i}`, `probability_${i}`);
-  header.push("area", "area_probability", "prediction_set", "confident", "label", "error");
+  header.push("area", "area_probability", "label", "in_top_k", "prediction_set", "confident");
   const lines = [header.map(csvCell).join(",")];
   papers.forEach((paper, i) => {
     const r = results[i];
-    const cells = [paper.id, paper.line, paper.title];
+    if (!r || r.error) return;  // rejected: listed on the page instead
+    const cells = [textCell(paper.id), textCell(source), paper.line, textCell(paper.title)];
+    const tracks = r.tracks.slice(0, DUMP_TOP_K);
     for (let k = 0; k < DUMP_TOP_K; k++) {
-      const t = r && r.tracks ? r.tracks[k] : null;
-      cells.push(t ? t.label : "", t ? t.probability : "");
+      const t = tracks[k];
+      cells.push(t ? textCell(t.label) : "", t ? pyFloat(t.probability) : "");
     }
-    const area = r && r.areas ? r.areas[0] : null;
-    cells.push(area ? area.area : "", area ? area.probability : "",
-      r && r.prediction_set ? r.prediction_set.join(" | ") : "",
-      r && r.confident !== undefined ? String(r.confident) : "", paper.label, r && r.error ? r.error : "");
+    const area = r.areas[0];
+    const label = paper.label === null || paper.label === undefined ? null : paper.label;
+    const inTopK = label === null ? "" : String(tracks.some((t) => t.label === label));
+    cells.push(textCell(area.area), pyFloat(area.probability), textCell(label), inTopK,
+      r.prediction_set ? textCell(jsonList(r.prediction_set)) : "",
+      r.confident === undefined || r.confident === null ? "" : String(r.confident));
     lines.push(cells.map(csvCell).join(","));
   });
   return lines.join("\n") + "\n";
@@ -323,14 +358,19 @@ async function labelDump(file) {
       $("dump-status").textContent = `${parsed.format}: labeled ${results.length} of ${papers.length} papers`;
     }
     const failed = results.filter((r) => r.error).length;
-    const blob = new Blob([csvRows(papers, results)], { type: "text/csv" });
+    papers.forEach((paper, i) => {
+      if (results[i] && results[i].error) {
+        $("dump-skipped").append(el("li", { text: `${file.name}:${paper.line}: not labeled: ${results[i].error}` }));
+      }
+    });
+    const blob = new Blob([csvRows(papers, results, file.name)], { type: "text/csv" });
     if (download.href) URL.revokeObjectURL(download.href);
     download.href = URL.createObjectURL(blob);
     download.download = file.name.replace(/(\.gz)?$/i, "").replace(/\.[^.]*$/, "") + ".labeled.csv";
     download.hidden = false;
     download.focus();
-    $("dump-status").textContent = `${parsed.format}: ${plural(papers.length, "paper")} labeled` +
-      (failed ? `, ${failed} rejected (see the error column)` : "") +
+    $("dump-status").textContent = `${parsed.format}: ${plural(papers.length - failed, "paper")} labeled` +
+      (failed ? `, ${failed} rejected (listed below, not in the CSV)` : "") +
       (parsed.errors.length ? `; ${plural(parsed.errors.length, "record")} skipped (listed below)` : "") + ".";
   } catch (err) {
     $("dump-status").textContent = "";
