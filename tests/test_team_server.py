@@ -205,6 +205,7 @@ def test_unreachable_server_or_database_is_one_clear_line(server, postgres, clie
     stopped = as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(postgres["data"]), "-m", "fast", "-w", "stop")
     assert stopped.returncode == 0, stopped.stderr
     started = time.monotonic()
+    (tmp_path / "x.jsonl").write_text('{"abstract": "graph neural networks"}\n')  # arguments are checked first
     for command in (["runs"], ["label", str(tmp_path / "x.jsonl"), "-o", str(tmp_path / "y.jsonl")]):
         result = papertrack(client_env, *command, timeout=300)
         text = " ".join(result.stderr.split())

@@ -10,7 +10,8 @@ import pytest
 
 from papertrack import registry, store
 from papertrack.training.leaderboard import leaderboard
-from papertrack.registry import PRIMARY_METRIC
+from papertrack.features.ingest import load_dataset
+from papertrack.registry import PRIMARY_METRIC, TEMPORAL_PRIMARY_METRIC
 from papertrack.training.sweep import run_sweep
 
 from .conftest import FAST_CANDIDATES, stratified_subset
@@ -49,7 +50,7 @@ def test_sweep_logs_nested_candidate_runs_with_metrics_and_artifacts(trained):
         assert run.info.artifact_uri.startswith((trained["home"] / "artifacts").as_uri())
         report = pd.read_csv(mlflow.artifacts.download_artifacts(run_id=run.info.run_id,
                                                                  artifact_path="report/per_class.csv"))
-        assert report["support"].sum() == len(pd.read_json(trained["data"], lines=True))
+        assert report["support"].sum() == len(load_dataset([trained["data"]])[0])  # one duplicate is skipped
     board = leaderboard()
     assert list(board["candidate"]) == [r.candidate.name for r in result.leaderboard()]
 
@@ -93,7 +94,7 @@ def test_champion_is_registered_and_predicts_from_abstract_only(trained):
 
 def test_champion_beats_majority_baseline_by_a_clear_margin(trained):
     result = trained["result"]
-    assert result.winner.metrics[PRIMARY_METRIC] >= result.baseline[PRIMARY_METRIC] + 0.2
+    assert result.winner.metrics[TEMPORAL_PRIMARY_METRIC] >= result.baseline[TEMPORAL_PRIMARY_METRIC] + 0.2
     assert result.winner.metrics["area_top1"] >= result.baseline["area_top1"] + 0.1
 
 
@@ -130,7 +131,7 @@ def test_the_winners_holdout_hits_are_stored_and_read_back_for_the_next_promotio
     again = stored_contender(champion, metric, result.data_digest)
     assert again.score == pytest.approx(result.winner.metrics[metric], abs=1e-6)
     assert again.cost_ms == pytest.approx(result.winner.metrics["predict_ms_per_abstract"], abs=1e-6)
-    assert again.tiebreak == pytest.approx(result.winner.metrics[registry.TIEBREAK_METRIC], abs=1e-6)
+    assert again.tiebreak == pytest.approx(result.winner.metrics[registry.TIEBREAK_OF[metric]], abs=1e-6)
     assert stored_contender(champion, metric, "another-digest") is None
     assert stored_contender(champion, "label_top1", result.data_digest) is None
 
@@ -163,8 +164,8 @@ def test_the_champion_rule_decision_is_stored_on_the_version_and_the_sweep_run(t
     champion = registry.current_champion()
     assert result.winner.candidate.name == result.choice.winner
     assert champion.tags["champion_rule"] == result.choice.reason
-    assert champion.tags["champion_rule.metric"] == "shift_label_top3"  # two sources: the shift holdout decides
-    assert {"shift_label_top3", "shift_area_top1", "label_top3"} <= set(registry.version_metrics(champion))
+    assert champion.tags["champion_rule.metric"] == "temporal_label_top3"  # two years: the temporal holdout decides
+    assert {"temporal_label_top3", "shift_label_top3", "label_top3"} <= set(registry.version_metrics(champion))
     parent = client.get_run(result.parent_run_id)
     assert parent.data.tags["champion_rule"] == result.choice.reason
     description = parent.data.tags["mlflow.note.content"]
