@@ -120,3 +120,27 @@ def bentoml_home(home: Path):
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's Chromium, driven by Playwright (no browser download)
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium (skips with what to install when Chromium or Playwright is missing)."""
+    import shutil
+
+    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
+        pytest.skip("Debian's Chromium is missing: apt-get install -y chromium")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("Python Playwright is missing: .venv/bin/pip install -e '.[dev]' (no browser download needed)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()

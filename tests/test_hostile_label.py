@@ -281,7 +281,8 @@ def test_a_symlink_planted_at_a_temporary_name_is_not_followed(tmp_path, fake_mo
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
-def test_resume_does_not_follow_a_symlink_at_the_partial_file(tmp_path, fake_model, monkeypatch):
+def interrupted_run(tmp_path, monkeypatch):
+    """A 20-record input and a run on it stopped (Ctrl-C) after its first chunk of 5: (input, output)."""
     source = dump(tmp_path / "in.jsonl", 20)
     out = tmp_path / "out.jsonl"
     real_label = FakeBackend.label
@@ -296,6 +297,11 @@ def test_resume_does_not_follow_a_symlink_at_the_partial_file(tmp_path, fake_mod
     monkeypatch.setattr(FakeBackend, "label", crash_after_one_chunk)
     assert label(str(source), "-o", str(out), "--chunk-size", "5").exit_code == 130
     monkeypatch.setattr(FakeBackend, "label", real_label)
+    return source, out
+
+
+def test_resume_does_not_follow_a_symlink_at_the_partial_file(tmp_path, fake_model, monkeypatch):
+    source, out = interrupted_run(tmp_path, monkeypatch)
     victim = tmp_path / "precious.txt"
     victim.write_bytes(out.with_name("out.jsonl.partial").read_bytes())
     out.with_name("out.jsonl.partial").unlink()

@@ -333,22 +333,9 @@ def test_a_read_only_home_is_one_error_line(tmp_path):
 def test_resume_refuses_an_input_replaced_by_one_of_the_same_size_and_time(tmp_path, fake_model, monkeypatch):
     import os
 
-    from tests.test_hostile_label import FakeBackend, dump
+    from tests.test_hostile_label import interrupted_run
 
-    source = dump(tmp_path / "in.jsonl", 20)
-    out = tmp_path / "out.jsonl"
-    real_label = FakeBackend.label
-    calls = []
-
-    def crash_after_one_chunk(self, records, k):
-        calls.append(len(records))
-        if len(calls) > 1:
-            raise KeyboardInterrupt()
-        return real_label(self, records, k)
-
-    monkeypatch.setattr(FakeBackend, "label", crash_after_one_chunk)
-    assert label(str(source), "-o", str(out), "--chunk-size", "5").exit_code == 130
-    monkeypatch.setattr(FakeBackend, "label", real_label)
+    source, out = interrupted_run(tmp_path, monkeypatch)
     stat = source.stat()
     data = source.read_bytes()
     source.write_bytes(data.replace(b'"p0"', b'"q0"'))  # same size, other content

@@ -24,31 +24,13 @@ from tests.test_serve_http import server, server_env  # noqa: F401  the running 
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 ARTIFACTS = Path(os.environ.get("PAPERTRACK_TEST_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts")) / "page"
 TIMEOUT_MS = 30_000
 
 
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
-        pytest.skip("Debian's Chromium is missing: apt-get install -y chromium")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("Python Playwright is missing: .venv/bin/pip install -e '.[dev]' (no browser download needed)")
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
 @pytest.fixture()
 def page(browser, server):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     context = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)

@@ -5,39 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from rich.console import Console
-from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
 
 from papertrack.errors import UsageError
 from papertrack.features.ingest import Record
-from papertrack.models.candidates import Candidate
 from papertrack.models.ensemble import ensemble_of
-from papertrack.models.estimators import TextClassifier
 from papertrack.training.champion import TAG, Contender, choose_champion, paired_bootstrap
 from papertrack.training.cv import fold_indices
 from papertrack.training.data import DEFAULT_FILES, TrainingSet, default_data_paths, shift_directions
 from papertrack.training.evaluation import evaluate_candidates
 
-FITTED: list[list[str]] = []  # the texts every RecordingTfidf was fitted on, in order
-
-
-class RecordingTfidf(TransformerMixin, BaseEstimator):
-    """TF-IDF that remembers which texts it was fitted on (module-level: clones record too)."""
-
-    def fit(self, texts, y=None):
-        FITTED.append(list(texts))
-        self.vectorizer_ = TfidfVectorizer().fit(texts)
-        return self
-
-    def transform(self, texts):
-        return self.vectorizer_.transform(texts)
-
-
-def _recording(name: str, C: float) -> Candidate:
-    return Candidate(name, "logreg", "tfidf-recording", {"C": C},
-                     lambda n, seed: TextClassifier(RecordingTfidf(), LogisticRegression(C=C, max_iter=200), n))
-
+from .recording import FITTED, recording_candidate
 
 TOPICS = {"A · graphs": "graph nodes edges message passing", "A · language": "language tokens text model",
           "B · agents": "agent reward policy environment", "B · privacy": "privacy private noise budget"}
@@ -65,7 +42,7 @@ def test_shift_holdout_keeps_sources_apart_in_every_fitted_step():
     for d in directions:
         assert set(data.sources[d.train]) == set(d.trained_on) and set(data.sources[d.test]) == {d.heldout}
         assert sorted([*d.train, *d.test]) == list(range(len(data.y)))
-    singles = [_recording("rec-a", 1.0), _recording("rec-b", 10.0)]
+    singles = [recording_candidate("rec-a", 1.0), recording_candidate("rec-b", 10.0)]
     ensemble = ensemble_of("rec-ens", singles, rule="geometric", steps=4)
     split = fold_indices(data.y, data.space, 3, 0)
     FITTED.clear()

@@ -8,7 +8,6 @@ import time
 import numpy as np
 import pytest
 from rich.console import Console
-from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
@@ -20,31 +19,14 @@ from papertrack.models.estimators import TextClassifier
 from papertrack.training.cv import fold_indices
 from papertrack.training.data import TrainingSet, one_year_only, shift_directions, temporal_direction, year_of
 from papertrack.training.evaluation import evaluate_candidates
-from papertrack.training.renames import RenameMap
 
-FITTED: list[list[str]] = []  # the texts every RecordingTfidf was fitted on, in order
+from .recording import FITTED, recording_candidate
+from papertrack.training.renames import RenameMap
 
 OLD = "Applications · Genetics, Cell Biology, etc"
 NEW = "Applications · Genetics, Cell Biology, Health, etc"
 TOPICS = {"A · graphs": "graph nodes edges message passing", "A · language": "language tokens text model",
           "B · agents": "agent reward policy environment", OLD: "gene cell protein sequence"}
-
-
-class RecordingTfidf(TransformerMixin, BaseEstimator):
-    """TF-IDF that remembers which texts it was fitted on (module-level: clones record too)."""
-
-    def fit(self, texts, y=None):
-        FITTED.append(list(texts))
-        self.vectorizer_ = TfidfVectorizer().fit(texts)
-        return self
-
-    def transform(self, texts):
-        return self.vectorizer_.transform(texts)
-
-
-def _recording(name: str, C: float) -> Candidate:
-    return Candidate(name, "logreg", "tfidf-recording", {"C": C},
-                     lambda n, seed: TextClassifier(RecordingTfidf(), LogisticRegression(C=C, max_iter=200), n))
 
 
 def _records(origin: str, n: int, rename: bool = False, start: int = 0) -> list[Record]:
@@ -85,7 +67,7 @@ def test_temporal_holdout_never_lets_a_latest_year_text_into_a_fitted_step():
     directions = shift_directions(data.sources, temporal.train)
     assert [d.name for d in directions] == ["icml2024-to-iclr2024", "iclr2024-to-icml2024"]
     latest = {t for t, y in zip(data.texts, data.years) if y == 2025}
-    singles = [_recording("rec-a", 1.0), _recording("rec-b", 10.0)]
+    singles = [recording_candidate("rec-a", 1.0), recording_candidate("rec-b", 10.0)]
     ensemble = ensemble_of("rec-ens", singles, rule="geometric", steps=4)
     split = fold_indices(data.y, data.space, 3, 0)
     FITTED.clear()
