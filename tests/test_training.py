@@ -172,7 +172,7 @@ def test_the_champion_rule_decision_is_stored_on_the_version_and_the_sweep_run(t
     assert result.choice.reason in description and "| shift top3 |" in description
     assert all(r.candidate.name in description for r in result.results)
     (dataset_input,) = parent.inputs.dataset_inputs
-    assert dataset_input.dataset.name == "ICLR 2024 + ICML 2024"
+    assert dataset_input.dataset.name == "ICLR 2024 + ICML 2024 + ICLR 2025"
     experiment = client.get_experiment(parent.info.experiment_id)
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     distribution = pd.read_csv(mlflow.artifacts.download_artifacts(
