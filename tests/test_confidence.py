@@ -86,10 +86,13 @@ def test_trained_artifact_answers_sets_and_logs_coverage(trained):
     predictor, pyfunc = load_predictor(trained["model_uri"])
     confidence = predictor.confidence
     assert confidence is not None
-    # calibrated on what the winner was selected on (one source in the fixture: out-of-fold)
-    assert confidence.source == result.winner.selection == "temporal holdout"  # three sources, two years
+    # calibrated on what the winner was selected on: the fixture has three sources over two years, so the
+    # temporal holdout's rows (the ICLR 2025 ones), a fixed expectation rather than the sweep's own branch
+    assert confidence.source == result.winner.selection == "temporal holdout"
+    n_latest = sum('"year": 2025' in line for line in open(trained["data"], encoding="utf-8"))
+    assert n_latest - 2 <= confidence.n_calibration <= n_latest  # (a duplicate abstract is skipped)
     assert confidence.n_calibration == len(result.winner.selection_proba) == len(result.winner.selection_y)
-    # within 2 points of nominal on the held-out (out-of-fold) rows
+    # within 2 points of nominal on the held-out (temporal) rows
     assert abs(confidence.empirical_coverage - confidence.coverage) <= 0.02
 
     abstracts = [json.loads(line)["abstract"] for line in open(trained["data"], encoding="utf-8")][:30]
