@@ -177,8 +177,9 @@ def test_the_champion_rule_decision_is_stored_on_the_version_and_the_sweep_run(t
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     distribution = pd.read_csv(mlflow.artifacts.download_artifacts(
         run_id=result.parent_run_id, artifact_path="data/label_distribution_by_source.csv"))
-    assert distribution[["ICLR 2024", "ICML 2024"]].sum().sum() == distribution["total"].sum() == len(
-        pd.read_json(trained["data"], lines=True))
+    sources = ["ICLR 2024", "ICML 2024", "ICLR 2025"]
+    assert list(distribution.columns) == ["label", "area", *sources, "total"]
+    assert distribution[sources].sum().sum() == distribution["total"].sum() == len(load_dataset([trained["data"]])[0])
 
 
 def test_logging_the_dataset_retries_when_a_concurrent_train_inserted_it_first(monkeypatch):
