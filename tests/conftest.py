@@ -45,11 +45,15 @@ def stratified_subset(source: Path, target: Path, per_label: int) -> Path:
     return target
 
 
-def two_year_subset(data_dir: Path, target: Path, per_label: int) -> Path:
-    """At most ``per_label`` records of every label from each labeled year (ICLR 2024, then ICML 2024),
-    in one file: its records keep their venue and year, so it has two sources, like the default data."""
+TWO_YEARS = ("iclr2024_topics.jsonl", "icml2024_topics.jsonl")
+THREE_SOURCES = (*TWO_YEARS, "iclr2025_dev_topics.jsonl")  # the default data: two venues of 2024, ICLR 2025
+
+
+def sources_subset(data_dir: Path, target: Path, per_label: int, names=TWO_YEARS) -> Path:
+    """At most ``per_label`` records of every label from each file ``names`` (in that order), in one file: its
+    records keep their venue and year, so it has one source per file, like the default data."""
     with open(target, "w", encoding="utf-8") as out:
-        for name in ("iclr2024_topics.jsonl", "icml2024_topics.jsonl"):
+        for name in names:
             part = stratified_subset(data_dir / name, target.with_suffix(f".{name}"), per_label)
             out.write(part.read_text(encoding="utf-8"))
     return target
@@ -57,21 +61,10 @@ def two_year_subset(data_dir: Path, target: Path, per_label: int) -> Path:
 
 @pytest.fixture(scope="session")
 def subset_path(data_dir, tmp_path_factory) -> Path:
-    """A small two-source training file (both labeled years, 6 records per label and year)."""
+    """A small two-source training file (ICLR 2024 and ICML 2024, 6 records per label and source)."""
     if not (data_dir / "icml2024_topics.jsonl").exists():
         pytest.skip(f"icml2024_topics.jsonl not found in {data_dir} (set PAPERTRACK_DATA_DIR)")
-    return two_year_subset(data_dir, tmp_path_factory.mktemp("data") / "subset.jsonl", 6)
-
-
-def labeled_sources_subset(data_dir: Path, target: Path, per_label: int) -> Path:
-    """The two-year subset plus at most ``per_label`` records of every label of the latest year (ICLR 2025),
-    in one file: three sources, two years, like the default data (so a temporal holdout is made)."""
-    two_year_subset(data_dir, target, per_label)
-    latest = stratified_subset(data_dir / "iclr2025_dev_topics.jsonl", target.with_suffix(".iclr2025.jsonl"),
-                               per_label)
-    with open(target, "a", encoding="utf-8") as out:
-        out.write(latest.read_text(encoding="utf-8"))
-    return target
+    return sources_subset(data_dir, tmp_path_factory.mktemp("data") / "subset.jsonl", 6)
 
 
 @pytest.fixture(scope="session")
@@ -79,7 +72,7 @@ def labeled_subset(data_dir, tmp_path_factory) -> Path:
     """A small three-source training file (ICLR 2024, ICML 2024, ICLR 2025; 6 records per label and source)."""
     if not (data_dir / "iclr2025_dev_topics.jsonl").exists():
         pytest.skip(f"iclr2025_dev_topics.jsonl not found in {data_dir} (set PAPERTRACK_DATA_DIR)")
-    return labeled_sources_subset(data_dir, tmp_path_factory.mktemp("data3") / "subset3.jsonl", 6)
+    return sources_subset(data_dir, tmp_path_factory.mktemp("data3") / "subset3.jsonl", 6, THREE_SOURCES)
 
 
 @pytest.fixture(scope="session")

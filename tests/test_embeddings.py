@@ -15,7 +15,7 @@ import pytest
 from papertrack import settings
 from papertrack.features import embeddings as emb
 
-from .conftest import two_year_subset
+from .conftest import sources_subset
 
 pytestmark = pytest.mark.embeddings
 
@@ -145,7 +145,7 @@ def embedding_sweep(data_dir, tmp_path_factory, model):
                                     rule="geometric", steps=6, default=False))
     tmp = tmp_path_factory.mktemp("emb-sweep")
     # two records per label and year: both years' training sides are big enough for PCA(64) on the shift holdout
-    data = two_year_subset(data_dir, tmp / "small.jsonl", 2)
+    data = sources_subset(data_dir, tmp / "small.jsonl", 2)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PAPERTRACK_HOME", str(tmp / "home"))
         mp.setenv(settings.EMBEDDING_CACHE_ENV, str(tmp / "cache"))

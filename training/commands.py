@@ -54,8 +54,6 @@ def train(
     _print_results(result)
 
 
-SHIFT_COLUMNS = {"shift top3": "shift_label_top3", "shift top1": "shift_label_top1",
-                 "shift area": "shift_area_top1"}
 TEMPORAL_COLUMNS = {"next-year top3": "temporal_label_top3", "top1": "temporal_label_top1",
                     "area top1": "temporal_area_top1", "macro-F1": "temporal_label_macro_f1"}
 
