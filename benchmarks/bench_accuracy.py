@@ -93,16 +93,20 @@ def seeds(args) -> None:
             per_seed.setdefault(name, []).append(metrics)
         print(f"seed {seed}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     rows = sorted(per_seed.items(), key=lambda kv: -statistics.mean(m["label_top3"] for m in kv[1]))
-    print(f"| candidate | top3 per seed ({', '.join(map(str, args.seeds))}) | top3 mean ± sd | top1 | macro-F1 | "
-          f"area top1 | top3 on the {with_subarea.sum():,} records with a subarea |")
+    print(
+        f"| candidate | top3 per seed ({', '.join(map(str, args.seeds))}) | top3 mean ± sd | top1 | macro-F1 | "
+        f"area top1 | top3 on the {with_subarea.sum():,} records with a subarea |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|")
     for name, runs in rows:
         top3 = [m["label_top3"] for m in runs]
         sd = statistics.stdev(top3) if len(top3) > 1 else 0.0
         means = {c: statistics.mean(m[c] for m in runs) for c in (*COLUMNS, WITH_SUBAREA)}
-        print(f"| {name} | {' / '.join(f'{t:.3f}' for t in top3)} | {means['label_top3']:.3f} ± {sd:.3f} | "
-              f"{means['label_top1']:.3f} | {means['label_macro_f1']:.3f} | {means['area_top1']:.3f} | "
-              f"{means[WITH_SUBAREA]:.3f} |")
+        print(
+            f"| {name} | {' / '.join(f'{t:.3f}' for t in top3)} | {means['label_top3']:.3f} ± {sd:.3f} | "
+            f"{means['label_top1']:.3f} | {means['label_macro_f1']:.3f} | {means['area_top1']:.3f} | "
+            f"{means[WITH_SUBAREA]:.3f} |"
+        )
 
 
 # --------------------------------------------------------------------------- experiments
@@ -127,8 +131,11 @@ def experiments(args) -> None:
 
     def ensemble(extra: list[np.ndarray]) -> dict:
         """The default ensemble with extra members, weights chosen as the sweep chooses them."""
-        return evaluate(nested_cv(members + extra, y, folds, rule=spec.rule, steps=spec.steps,
-                                  objective=spec.objective).oof_proba, y, space)
+        return evaluate(
+            nested_cv(members + extra, y, folds, rule=spec.rule, steps=spec.steps, objective=spec.objective).oof_proba,
+            y,
+            space,
+        )
 
     def per_fold(fit_predict) -> np.ndarray:
         out = np.zeros((len(y), space.n_labels))
@@ -144,19 +151,20 @@ def experiments(args) -> None:
 
     def tfidf_beside(dense: np.ndarray):
         """A fold's fit-and-predict: one LR on word TF-IDF with ``dense`` columns appended."""
+
         def fit_predict(train, test):
             vec = tfidf("word")
             A = hstack([vec.fit_transform(list(texts[train])), csr_matrix(dense[train])]).tocsr()
             B = hstack([vec.transform(list(texts[test])), csr_matrix(dense[test])]).tocsr()
             m = LogisticRegression(C=10.0, class_weight="balanced", max_iter=1000).fit(A, y[train])
             return m.classes_, m.predict_proba(B)
+
         return fit_predict
 
     rows.append((f"default ensemble ({DEFAULT_ENSEMBLE} members)", None, evaluate(base, y, space)))
 
     # 1. zero-shot: cosine similarity of the abstract to the label's name, as one more member
-    names = [f"{a}: {s}" if s else a for a, s in
-             ((label.split(" · ", 1) + [""])[:2] for label in space.labels)]
+    names = [f"{a}: {s}" if s else a for a, s in ((label.split(" · ", 1) + [""])[:2] for label in space.labels)]
     zero_shot = softmax(X @ embed(names, progress=False).T / 0.05, axis=1)
     record("zero-shot label-name similarity (MiniLM, softmax T=0.05)", zero_shot)
 
@@ -171,6 +179,7 @@ def experiments(args) -> None:
             warnings.simplefilter("ignore")  # lbfgs may stop at max_iter: the figure is what matters here
             m = LogisticRegression(C=0.01, max_iter=300).fit(F[train], y[train])
         return m.classes_, m.predict_proba(F[test])
+
     stacked = per_fold(stack)
     record("stacking (LR on members' log-probabilities, C=0.01)", stacked, with_ensemble=False)
 
@@ -179,7 +188,9 @@ def experiments(args) -> None:
     if args.unlabeled.exists():
         seen = {a.strip()[:200] for a in data.texts}
         with gzip.open(args.unlabeled, "rt", encoding="utf-8") as f:
-            pool = [a for a in (json.loads(line).get("abstract") or "" for line in f) if a and a.strip()[:200] not in seen]
+            pool = [
+                a for a in (json.loads(line).get("abstract") or "" for line in f) if a and a.strip()[:200] not in seen
+            ]
         pool = [pool[i] for i in np.random.default_rng(0).choice(len(pool), min(12_000, len(pool)), replace=False)]
 
         def self_train(train, test):
@@ -187,15 +198,17 @@ def experiments(args) -> None:
 
             vec = tfidf("word")
             M = vec.fit_transform(list(texts[train]) + pool)
-            A, U = M[:len(train)], M[len(train):]
+            A, U = M[: len(train)], M[len(train) :]
             teacher = LogisticRegression(C=10, class_weight="balanced", max_iter=300).fit(A, y[train])
             pu = teacher.predict_proba(U)
             keep = pu.max(axis=1) > 0.3
             y2 = np.concatenate([y[train], teacher.classes_[pu.argmax(axis=1)][keep]])
             w = np.concatenate([np.ones(len(train)), np.full(keep.sum(), 0.3)])
             student = LogisticRegression(C=10, class_weight="balanced", max_iter=300).fit(
-                vstack([A, U[keep]]), y2, sample_weight=w)
+                vstack([A, U[keep]]), y2, sample_weight=w
+            )
             return student.classes_, student.predict_proba(vec.transform(list(texts[test])))
+
         record("self-training TF-IDF LR on 12,000 unlabeled abstracts", per_fold(self_train))
 
     # 5. features from the older ICML/NeurIPS taxonomy (extra/): one-vs-rest LR scores of its 153
@@ -215,7 +228,8 @@ def experiments(args) -> None:
         Y = MultiLabelBinarizer(classes=keep).fit_transform([[la for la in r["labels"] if la in keep] for r in extra])
         vec = tfidf("word")
         aux = OneVsRestClassifier(LogisticRegression(C=10, max_iter=300)).fit(
-            vec.fit_transform([r["abstract"] for r in extra]), Y)
+            vec.fit_transform([r["abstract"] for r in extra]), Y
+        )
         S = aux.decision_function(vec.transform(data.texts))
         S = 0.05 * (S - S.mean(axis=0)) / S.std(axis=0)
         record("TF-IDF LR + older-taxonomy scores (extra/, 153 labels)", per_fold(tfidf_beside(S)))
@@ -223,11 +237,17 @@ def experiments(args) -> None:
     # 6. label-prior correction of the ensemble (p / prior^0.2), for the long tail
     prior = np.bincount(y, minlength=space.n_labels) / len(y)
     corrected = base / np.maximum(prior, 1e-4) ** 0.2
-    rows.append(("ensemble with label-prior correction (a=0.2)", evaluate(corrected / corrected.sum(1, keepdims=True),
-                                                                           y, space), None))
+    rows.append(
+        (
+            "ensemble with label-prior correction (a=0.2)",
+            evaluate(corrected / corrected.sum(1, keepdims=True), y, space),
+            None,
+        )
+    )
 
     print("| experiment | alone: top3 / top1 / macro-F1 / area | in the ensemble: top3 / top1 / macro-F1 / area |")
     print("|---|---|---|")
+
     def fmt(m: dict | None) -> str:
         return " / ".join(f"{m[c]:.3f}" for c in COLUMNS) if m else "–"
 
@@ -254,32 +274,39 @@ def finetune(args) -> None:
     encoder = load_model("minilm")  # the packaged sentence-transformers model (changed in place here)
     encoder.max_seq_length = args.max_seq_length
     head = torch.nn.Linear(encoder.get_embedding_dimension(), space.n_labels)
-    optimiser = torch.optim.AdamW([{"params": encoder.parameters(), "lr": 5e-5},
-                                   {"params": head.parameters(), "lr": 2e-3}], weight_decay=0.01)
+    optimiser = torch.optim.AdamW(
+        [{"params": encoder.parameters(), "lr": 5e-5}, {"params": head.parameters(), "lr": 2e-3}], weight_decay=0.01
+    )
 
     def forward(batch):
         return head(encoder(encoder.preprocess(list(batch)))["sentence_embedding"])
 
-    print(f"| epoch | seconds | fine-tuned top3 | fine-tuned top1 | × ensemble top3 | ensemble top3 (fold {args.fold}) |")
+    print(
+        f"| epoch | seconds | fine-tuned top3 | fine-tuned top1 | × ensemble top3 | ensemble top3 (fold {args.fold}) |"
+    )
     print("|---:|---:|---:|---:|---:|---:|")
     started = time.perf_counter()
     for epoch in range(args.epochs):
         encoder.train()
         order = np.random.default_rng(epoch).permutation(train)
         for i in range(0, len(order), 16):
-            idx = order[i:i + 16]
+            idx = order[i : i + 16]
             loss = torch.nn.functional.cross_entropy(forward(texts[idx]), torch.tensor(y[idx]), label_smoothing=0.1)
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
         encoder.eval()
         with torch.no_grad():
-            proba = np.vstack([torch.softmax(forward(texts[test[i:i + 64]]), dim=1).numpy()
-                               for i in range(0, len(test), 64)])
+            proba = np.vstack(
+                [torch.softmax(forward(texts[test[i : i + 64]]), dim=1).numpy() for i in range(0, len(test), 64)]
+            )
         mixed = np.exp(0.5 * np.log(np.clip(proba, 1e-9, 1)) + 0.5 * np.log(np.clip(ensemble[test], 1e-9, 1)))
-        print(f"| {epoch + 1} | {time.perf_counter() - started:.0f} | {top_k_accuracy(proba, y[test], 3):.3f} | "
-              f"{top_k_accuracy(proba, y[test], 1):.3f} | {top_k_accuracy(mixed, y[test], 3):.3f} | "
-              f"{top_k_accuracy(ensemble[test], y[test], 3):.3f} |", flush=True)
+        print(
+            f"| {epoch + 1} | {time.perf_counter() - started:.0f} | {top_k_accuracy(proba, y[test], 3):.3f} | "
+            f"{top_k_accuracy(proba, y[test], 1):.3f} | {top_k_accuracy(mixed, y[test], 3):.3f} | "
+            f"{top_k_accuracy(ensemble[test], y[test], 3):.3f} |",
+            flush=True,
+        )
 
 
 # --------------------------------------------------------------------------- shift holdout
@@ -348,8 +375,9 @@ def shift(args) -> None:
     def report(name: str, result: ShiftResult) -> None:
         m = shift_metrics(result)
         rows.append((name, m))
-        print(f"  {name}: " + ", ".join(f"{k} {v:.3f}" for k, v in m.items() if "." not in k), file=sys.stderr,
-              flush=True)
+        print(
+            f"  {name}: " + ", ".join(f"{k} {v:.3f}" for k, v in m.items() if "." not in k), file=sys.stderr, flush=True
+        )
 
     def lr(C: float) -> LogisticRegression:
         return LogisticRegression(C=C, class_weight="balanced", max_iter=300, random_state=args.seed)
@@ -360,12 +388,14 @@ def shift(args) -> None:
     attempts = {"tfidf-word-logreg (C=10, default sweep)": lambda: CANDIDATES["tfidf-word-logreg"].build(n, args.seed)}
     tuning = {
         "TF-IDF word 1-2-gram + LR C=10 (the issue's reference)": lambda: TextClassifier(
-            vec(ngram_range=(1, 2), max_features=100_000), lr(10.0), n),
+            vec(ngram_range=(1, 2), max_features=100_000), lr(10.0), n
+        ),
         "tfidf-word LR C=3": lambda: TextClassifier(vec(), lr(3.0), n),
         "tfidf-word LR C=30": lambda: TextClassifier(vec(), lr(30.0), n),
         "tfidf-word LR min_df=1, max_df=0.5": lambda: TextClassifier(vec(min_df=1, max_df=0.5), lr(10.0), n),
-        "tfidf-word LR, no class_weight": lambda: TextClassifier(vec(), LogisticRegression(
-            C=10.0, max_iter=300, random_state=args.seed), n),
+        "tfidf-word LR, no class_weight": lambda: TextClassifier(
+            vec(), LogisticRegression(C=10.0, max_iter=300, random_state=args.seed), n
+        ),
     }
     union = {"tfidf-union (word + char) LR C=10": lambda: CANDIDATES["tfidf-union-logreg"].build(n, args.seed)}
     attempts.update({**(tuning if "tuning" in args.only else {}), **(union if "union" in args.only else {})})
@@ -381,7 +411,9 @@ def shift(args) -> None:
         # class_weight="balanced": the LR's posteriors assume a uniform prior over the training side's labels
         seen = np.bincount(data.y[d.train], minlength=n) > 0
         corrected[d.test] = prior_shift_em(base.proba[d.test], seen / seen.sum())
-    report("tfidf-word-logreg + EM prior-shift correction on the held-out source", _rescore(corrected, data, directions))
+    report(
+        "tfidf-word-logreg + EM prior-shift correction on the held-out source", _rescore(corrected, data, directions)
+    )
 
     # unlabeled abstracts (never the held-out source's): IDF/vocabulary fitted on them too; self-training
     texts = np.asarray(data.texts, dtype=object)
@@ -396,12 +428,21 @@ def shift(args) -> None:
         idf_proba[np.ix_(d.test, teacher.classes_)] = teacher.predict_proba(B)
         pu = teacher.predict_proba(U)
         keep = pu.max(axis=1) > 0.3
-        student = lr(10.0).fit(vstack([A, U[keep]]), np.concatenate([data.y[d.train], teacher.classes_[pu.argmax(1)][keep]]),
-                               sample_weight=np.concatenate([np.ones(len(d.train)), np.full(keep.sum(), 0.3)]))
+        student = lr(10.0).fit(
+            vstack([A, U[keep]]),
+            np.concatenate([data.y[d.train], teacher.classes_[pu.argmax(1)][keep]]),
+            sample_weight=np.concatenate([np.ones(len(d.train)), np.full(keep.sum(), 0.3)]),
+        )
         self_proba[np.ix_(d.test, student.classes_)] = student.predict_proba(B)
         print(f"  {d.name}: pool {len(pool):,}, pseudo-labeled {keep.sum():,}", file=sys.stderr)
-    report(f"tfidf-word LR, vocabulary/IDF also fitted on {args.pool:,} unlabeled abstracts", _rescore(idf_proba, data, directions))
-    report("self-training: + pseudo-labeled unlabeled abstracts (conf > 0.3, weight 0.3)", _rescore(self_proba, data, directions))
+    report(
+        f"tfidf-word LR, vocabulary/IDF also fitted on {args.pool:,} unlabeled abstracts",
+        _rescore(idf_proba, data, directions),
+    )
+    report(
+        "self-training: + pseudo-labeled unlabeled abstracts (conf > 0.3, weight 0.3)",
+        _rescore(self_proba, data, directions),
+    )
     _print_shift_table(rows, directions, args.seed)
 
 
@@ -415,9 +456,9 @@ def area_gate(args) -> None:
     8 classes with ~550 examples each, where the label models see 41 labels with < 10 examples. The
     weights (the area members' included) are chosen exactly as the sweep chooses them: nested on the
     CV folds, and on the training side's inner CV for each shift direction. Per seed and mean ± sd."""
+    from papertrack.models.ensemble import combine
     from papertrack.training.data import shift_directions
     from papertrack.training.ensemble import nested_cv, select_weights
-    from papertrack.models.ensemble import combine
     from papertrack.training.evaluation import INNER_FOLDS, SHIFT_METRICS
 
     data = load_both(args)
@@ -431,7 +472,9 @@ def area_gate(args) -> None:
         "ensemble-tfidf-minilm": ("ensemble-tfidf-minilm", ()),
         "ensemble-tfidf-minilm + area-tfidf": ("ensemble-tfidf-minilm", ("area-tfidf-word-logreg",)),
         "ensemble-tfidf-minilm + area-tfidf + area-minilm": (
-            "ensemble-tfidf-minilm", ("area-tfidf-word-logreg", "area-emb-minilm-logreg")),
+            "ensemble-tfidf-minilm",
+            ("area-tfidf-word-logreg", "area-emb-minilm-logreg"),
+        ),
         "ensemble-tfidf": ("ensemble-tfidf", ()),
         "ensemble-tfidf + area-tfidf": ("ensemble-tfidf", ("area-tfidf-word-logreg",)),
     }
@@ -451,12 +494,17 @@ def area_gate(args) -> None:
         split = fold_indices(data.y, space, 5, seed)
         singles = list(dict.fromkeys(m for c in bases.values() for m in c.members))
         # the ensembles too: their members' inner OOF (training side of each direction) is computed for them
-        results = evaluate_candidates([*(CANDIDATES[m] for m in singles), *bases.values()], data, split, seed,
-                                      directions=directions)
+        results = evaluate_candidates(
+            [*(CANDIDATES[m] for m in singles), *bases.values()], data, split, seed, directions=directions
+        )
         for r in results:
             if r.candidate.is_ensemble:  # the sweep's own figures, to check the variants' base rows against
-                print(f"  seed {seed} sweep's {r.candidate.name}: CV top3 {r.metrics['label_top3']:.3f}, shift top3 "
-                      f"{r.metrics['shift_label_top3']:.3f}", file=sys.stderr, flush=True)
+                print(
+                    f"  seed {seed} sweep's {r.candidate.name}: CV top3 {r.metrics['label_top3']:.3f}, shift top3 "
+                    f"{r.metrics['shift_label_top3']:.3f}",
+                    file=sys.stderr,
+                    flush=True,
+                )
         results = [r for r in results if not r.candidate.is_ensemble]
         cv = {r.candidate.name: r.cv.oof_proba for r in results}
         shifted = {r.candidate.name: r.shift.proba for r in results}
@@ -482,8 +530,9 @@ def area_gate(args) -> None:
             m = {k: evaluate(ens.oof_proba, data.y, space)[k] for k in keys}
             per = {}
             for d in directions:
-                w = select_weights([inner[x][d.name] for x in members], data.y[d.train], spec.rule, spec.steps,
-                                   spec.objective)
+                w = select_weights(
+                    [inner[x][d.name] for x in members], data.y[d.train], spec.rule, spec.steps, spec.objective
+                )
                 p = combine([shifted[x][d.test] for x in members], w, spec.rule)
                 per[d.name] = evaluate(p, data.y[d.test], space)
             for k in SHIFT_METRICS:
@@ -492,26 +541,46 @@ def area_gate(args) -> None:
                 m[f"shift_label_top3.{d}"] = per[d]["label_top3"]
             m["weights"] = ", ".join(f"{x} {wi:.2f}" for x, wi in zip(members, ens.weights) if wi > 0)
             table[variant].append(m)
-            print(f"  seed {seed} {variant}: CV top3 {m['label_top3']:.3f} area {m['area_top1']:.3f} | shift top3 "
-                  f"{m['shift_label_top3']:.3f} area {m['shift_area_top1']:.3f} | {m['weights']}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  seed {seed} {variant}: CV top3 {m['label_top3']:.3f} area {m['area_top1']:.3f} | shift top3 "
+                f"{m['shift_label_top3']:.3f} area {m['shift_area_top1']:.3f} | {m['weights']}",
+                file=sys.stderr,
+                flush=True,
+            )
         print(f"  seed {seed}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
 
     def ms(values: list[float]) -> str:
-        return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}" if len(values) > 1 else f"{values[0]:.3f}"
+        return (
+            f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}" if len(values) > 1 else f"{values[0]:.3f}"
+        )
 
-    cols = ("label_top3", "label_top1", "area_top1", "shift_label_top3", "shift_label_top1", "shift_area_top1",
-            "shift_label_macro_f1")
-    print(f"| variant (seeds {', '.join(map(str, args.seeds))}) | CV top3 per seed | " +
-          " | ".join(cols) + " |")
+    cols = (
+        "label_top3",
+        "label_top1",
+        "area_top1",
+        "shift_label_top3",
+        "shift_label_top1",
+        "shift_area_top1",
+        "shift_label_macro_f1",
+    )
+    print(f"| variant (seeds {', '.join(map(str, args.seeds))}) | CV top3 per seed | " + " | ".join(cols) + " |")
     print("|---|---|" + "---:|" * len(cols))
     for variant, rows in table.items():
-        print(f"| {variant} | " + " / ".join(f"{r['label_top3']:.3f}" for r in rows) + " | " +
-              " | ".join(ms([r[c] for r in rows]) for c in cols) + " |")
+        print(
+            f"| {variant} | "
+            + " / ".join(f"{r['label_top3']:.3f}" for r in rows)
+            + " | "
+            + " | ".join(ms([r[c] for r in rows]) for c in cols)
+            + " |"
+        )
     print("\nshift top-3 per seed:")
     for variant, rows in table.items():
-        print(f"- {variant}: " + " / ".join(f"{r['shift_label_top3']:.3f}" for r in rows) +
-              "; weights (CV, all rows): " + " | ".join(r["weights"] for r in rows))
+        print(
+            f"- {variant}: "
+            + " / ".join(f"{r['shift_label_top3']:.3f}" for r in rows)
+            + "; weights (CV, all rows): "
+            + " | ".join(r["weights"] for r in rows)
+        )
     base_of = {v: b for v, (b, _) in variants.items()}
     print("\ndifference to the base ensemble, paired by seed (mean ± sd):")
     for variant, rows in table.items():
@@ -533,31 +602,48 @@ def extra_member(args) -> None:
     data = load_both(args)
     directions = shift_directions(data.sources)
     base = CANDIDATES[args.base]
-    variant = ensemble_candidate(f"{args.base} + {' + '.join(args.extra)}", [*base.members, *args.extra],
-                                 rule=base.ensemble.rule, steps=base.ensemble.steps, objective=base.ensemble.objective)
+    variant = ensemble_candidate(
+        f"{args.base} + {' + '.join(args.extra)}",
+        [*base.members, *args.extra],
+        rule=base.ensemble.rule,
+        steps=base.ensemble.steps,
+        objective=base.ensemble.objective,
+    )
     for seed in args.seeds:
         started = time.perf_counter()
         singles = [CANDIDATES[m] for m in dict.fromkeys([*base.members, *args.extra])]
-        results = evaluate_candidates([*singles, base, variant], data, fold_indices(data.y, data.space, 5, seed), seed,
-                                      directions=directions)
+        results = evaluate_candidates(
+            [*singles, base, variant], data, fold_indices(data.y, data.space, 5, seed), seed, directions=directions
+        )
         for r in results:
             m = r.metrics
-            print(f"| {seed} | {r.candidate.name} | {m['label_top3']:.3f} | {m['label_top1']:.3f} | {m['area_top1']:.3f} | "
-                  f"{m['shift_label_top3']:.3f} | {m['shift_label_top1']:.3f} | {m['shift_area_top1']:.3f} | "
-                  f"{m['shift_label_macro_f1']:.3f} | " + ", ".join(f"{k} {w:.2f}" for k, w in r.member_weights.items()
-                                                                    if w > 0) + " |", flush=True)
+            print(
+                f"| {seed} | {r.candidate.name} | {m['label_top3']:.3f} | {m['label_top1']:.3f} | "
+                f"{m['area_top1']:.3f} | "
+                f"{m['shift_label_top3']:.3f} | {m['shift_label_top1']:.3f} | {m['shift_area_top1']:.3f} | "
+                f"{m['shift_label_macro_f1']:.3f} | "
+                + ", ".join(f"{k} {w:.2f}" for k, w in r.member_weights.items() if w > 0)
+                + " |",
+                flush=True,
+            )
         print(f"  seed {seed}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
 
 
 def _print_shift_table(rows, directions, seed: int) -> None:
     names = [d.name for d in directions]
-    print(f"| attempt (shift holdout, seed {seed}) | " + " | ".join(f"top3 {n_}" for n_ in names) +
-          " | top3 mean | top1 mean | area top1 mean | macro-F1 mean |")
+    print(
+        f"| attempt (shift holdout, seed {seed}) | "
+        + " | ".join(f"top3 {n_}" for n_ in names)
+        + " | top3 mean | top1 mean | area top1 mean | macro-F1 mean |"
+    )
     print("|---|" + "---:|" * (len(names) + 4))
     for name, m in rows:
-        print(f"| {name} | " + " | ".join(f"{m[f'shift_label_top3.{d}']:.3f}" for d in names) +
-              f" | {m['shift_label_top3']:.3f} | {m['shift_label_top1']:.3f} | {m['shift_area_top1']:.3f} | "
-              f"{m['shift_label_macro_f1']:.3f} |")
+        print(
+            f"| {name} | "
+            + " | ".join(f"{m[f'shift_label_top3.{d}']:.3f}" for d in names)
+            + f" | {m['shift_label_top3']:.3f} | {m['shift_label_top1']:.3f} | {m['shift_area_top1']:.3f} | "
+            f"{m['shift_label_macro_f1']:.3f} |"
+        )
 
 
 def _rescore(proba: np.ndarray, data: TrainingSet, directions):
@@ -584,8 +670,13 @@ def main() -> None:
     sh.add_argument("--second", type=Path, default=DATA / "icml2024_topics.jsonl")
     sh.add_argument("--seed", type=int, default=42)
     sh.add_argument("--pool", type=int, default=12_000, help="unlabeled abstracts used per direction")
-    sh.add_argument("--only", nargs="+", default=["tuning", "union", "prior", "unlabeled"],
-                    choices=["tuning", "union", "prior", "unlabeled"], help="which groups of attempts to run")
+    sh.add_argument(
+        "--only",
+        nargs="+",
+        default=["tuning", "union", "prior", "unlabeled"],
+        choices=["tuning", "union", "prior", "unlabeled"],
+        help="which groups of attempts to run",
+    )
     a = sub.add_parser("area", help="an area classifier as one more ensemble member (CV and shift, several seeds)")
     a.add_argument("--second", type=Path, default=DATA / "icml2024_topics.jsonl")
     a.add_argument("--seeds", type=int, nargs="+", default=[42, 7, 123])
@@ -601,8 +692,14 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the packaged model only; no hub
     warnings.filterwarnings("ignore", category=UserWarning)
-    {"seeds": seeds, "experiments": experiments, "finetune": finetune, "shift": shift,
-     "area": area_gate, "member": extra_member}[args.command](args)
+    {
+        "seeds": seeds,
+        "experiments": experiments,
+        "finetune": finetune,
+        "shift": shift,
+        "area": area_gate,
+        "member": extra_member,
+    }[args.command](args)
 
 
 if __name__ == "__main__":

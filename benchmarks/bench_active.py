@@ -9,7 +9,8 @@ hidden from the learner; test: the other 20% of ICML 2024 (split per seed). Each
 :func:`papertrack.serving.suggest.choose` on :meth:`TrackPredictor.predict_proba` and
 :meth:`TrackPredictor.text_features`), their true labels are revealed, the model is refit on ICLR + all
 picks so far and scored on the test part. Strategies: diverse (uncertainty + MMR), uncertainty (margin;
-``--measure entropy`` for the entropy), random. Learner: the ``tfidf-word-logreg`` candidate (cheap: the whole run is minutes on 2 cores).
+``--measure entropy`` for the entropy), random. Learner: the ``tfidf-word-logreg`` candidate
+(cheap: the whole run is minutes on 2 cores).
 Reported: label top-3 / top-1 on the test part per round, mean and spread (min–max) over seeds, and how
 many labels each strategy needs to reach random's accuracy at the last round.
 """
@@ -81,8 +82,11 @@ def run_seed(seed: int, strategies, rounds: int, batch: int, base, target, measu
             remaining = [idx for i, idx in enumerate(remaining) if i not in chosen_set]
             model = fit(base_texts + [texts[i] for i in picked], np.concatenate([base_y, y[picked]]), space, seed)
             curve.append({"labels": len(picked), **score(model)})
-            print(f"  seed {seed} {strategy:<11} {len(picked):>4} labels: top-3 {curve[-1]['label_top3']:.4f} "
-                  f"top-1 {curve[-1]['label_top1']:.4f}  ({time.perf_counter() - started:.0f} s)", flush=True)
+            print(
+                f"  seed {seed} {strategy:<11} {len(picked):>4} labels: top-3 {curve[-1]['label_top3']:.4f} "
+                f"top-1 {curve[-1]['label_top1']:.4f}  ({time.perf_counter() - started:.0f} s)",
+                flush=True,
+            )
         curves[strategy] = curve
     return {"seed": seed, "pool": len(pool), "test": len(test), "curves": curves}
 
@@ -92,8 +96,16 @@ def summarise(results: list[dict], strategies, metric: str = "label_top3") -> di
     for strategy in strategies:
         per_round = list(zip(*[[p[metric] for p in r["curves"][strategy]] for r in results]))
         labels = [p["labels"] for p in results[0]["curves"][strategy]]
-        out[strategy] = [{"labels": n, "mean": statistics.fmean(v), "min": min(v), "max": max(v),
-                          "sd": statistics.stdev(v) if len(v) > 1 else 0.0} for n, v in zip(labels, per_round)]
+        out[strategy] = [
+            {
+                "labels": n,
+                "mean": statistics.fmean(v),
+                "min": min(v),
+                "max": max(v),
+                "sd": statistics.stdev(v) if len(v) > 1 else 0.0,
+            }
+            for n, v in zip(labels, per_round)
+        ]
     return out
 
 
@@ -111,15 +123,25 @@ def labels_to_reach(curve: list[dict], target: float) -> int | None:
 def markdown(summary: dict, summary_top1: dict, seeds) -> str:
     strategies = list(summary)
     rounds = [p["labels"] for p in summary[strategies[0]]]
-    lines = [f"Label top-3 on the held-out 20% of ICML 2024, mean over seeds {', '.join(map(str, seeds))} "
-             "(min–max in brackets):", "",
-             "| labels | " + " | ".join(strategies) + " |", "|---:|" + "---:|" * len(strategies)]
+    lines = [
+        f"Label top-3 on the held-out 20% of ICML 2024, mean over seeds {', '.join(map(str, seeds))} "
+        "(min–max in brackets):",
+        "",
+        "| labels | " + " | ".join(strategies) + " |",
+        "|---:|" + "---:|" * len(strategies),
+    ]
     for i, n in enumerate(rounds):
-        cells = [f"{summary[s][i]['mean']:.4f} ({summary[s][i]['min']:.3f}–{summary[s][i]['max']:.3f})"
-                 for s in strategies]
+        cells = [
+            f"{summary[s][i]['mean']:.4f} ({summary[s][i]['min']:.3f}–{summary[s][i]['max']:.3f})" for s in strategies
+        ]
         lines.append(f"| {n} | " + " | ".join(cells) + " |")
-    lines += ["", "Label top-1, mean over seeds:", "", "| labels | " + " | ".join(strategies) + " |",
-              "|---:|" + "---:|" * len(strategies)]
+    lines += [
+        "",
+        "Label top-1, mean over seeds:",
+        "",
+        "| labels | " + " | ".join(strategies) + " |",
+        "|---:|" + "---:|" * len(strategies),
+    ]
     for i, n in enumerate(rounds):
         lines.append(f"| {n} | " + " | ".join(f"{summary_top1[s][i]['mean']:.4f}" for s in strategies) + " |")
     if "random" in summary:
@@ -131,7 +153,9 @@ def markdown(summary: dict, summary_top1: dict, seeds) -> str:
     return "\n".join(lines)
 
 
-def plot(summary: dict, path: Path, title: str = "Active labeling, tfidf-word-logreg (band: min–max over seeds)") -> None:
+def plot(
+    summary: dict, path: Path, title: str = "Active labeling, tfidf-word-logreg (band: min–max over seeds)"
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -164,8 +188,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.replot:
         saved = json.loads(args.replot.read_text(encoding="utf-8"))
-        plot(saved["summary"], args.plot or args.replot.with_suffix(".png"),
-             f"Active labeling, tfidf-word-logreg, {saved['args'].get('measure', 'margin')} (band: min–max over seeds)")
+        plot(
+            saved["summary"],
+            args.plot or args.replot.with_suffix(".png"),
+            f"Active labeling, tfidf-word-logreg, {saved['args'].get('measure', 'margin')} (band: min–max over seeds)",
+        )
         return
 
     base_texts, base_labels = load("iclr2024_topics.jsonl")
@@ -174,8 +201,9 @@ def main() -> None:
     base = (base_texts, space.encode(base_labels), space)
     target = (texts, space.encode(labels))
     started = time.perf_counter()
-    results = [run_seed(seed, args.strategies, args.rounds, args.batch, base, target, args.measure)
-               for seed in args.seeds]
+    results = [
+        run_seed(seed, args.strategies, args.rounds, args.batch, base, target, args.measure) for seed in args.seeds
+    ]
     summary = summarise(results, args.strategies)
     summary_top1 = summarise(results, args.strategies, "label_top1")
     print(markdown(summary, summary_top1, args.seeds))
@@ -184,8 +212,13 @@ def main() -> None:
         plot(summary, args.plot, f"Active labeling, tfidf-word-logreg, {args.measure} (band: min–max over seeds)")
         print(f"plot: {args.plot}")
     if args.json:
-        args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "results": results,
-                                         "summary": summary}, indent=1) + "\n", encoding="utf-8")
+        args.json.write_text(
+            json.dumps(
+                {"args": {k: str(v) for k, v in vars(args).items()}, "results": results, "summary": summary}, indent=1
+            )
+            + "\n",
+            encoding="utf-8",
+        )
 
 
 if __name__ == "__main__":

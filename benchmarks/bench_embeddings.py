@@ -69,8 +69,10 @@ def cmd_throughput(args) -> None:
     embedder.embed(texts, progress=False)
     warm = time.perf_counter() - started
     print(f"# embedding throughput — {machine()}, torch {torch.__version__} with {torch.get_num_threads()} threads")
-    print(f"backend {args.backend} ({embedder.model_id}); {len(texts)} abstracts of {UNLABELED.name} "
-          f"(from row {args.skip}); cache {cache}")
+    print(
+        f"backend {args.backend} ({embedder.model_id}); {len(texts)} abstracts of {UNLABELED.name} "
+        f"(from row {args.skip}); cache {cache}"
+    )
     print("| step | seconds | abstracts/s |\n|---|---:|---:|")
     print(f"| load the packaged model (once per process) | {load_s:.1f} | - |")
     print(f"| encode, cold cache (batch {embedder.batch_size}, longest first) | {cold:.1f} | {len(texts) / cold:.1f} |")
@@ -90,8 +92,10 @@ def cmd_batching(args) -> None:
     texts = unlabeled_abstracts(args.n, skip=args.skip)
     model = embeddings.BACKENDS[args.backend].load()
     model.encode(texts[:8], batch_size=8)  # first-call costs
-    print(f"# batching — {machine()}, torch {torch.__version__}; {len(texts)} abstracts of {UNLABELED.name} "
-          f"(from row {args.skip}), each batch size over the same abstracts")
+    print(
+        f"# batching — {machine()}, torch {torch.__version__}; {len(texts)} abstracts of {UNLABELED.name} "
+        f"(from row {args.skip}), each batch size over the same abstracts"
+    )
     print("| torch threads | batch | ms per abstract (wall) | CPU ms per abstract | wall gain over batch 1 |")
     print("|---:|---:|---:|---:|---:|")
     for threads in (1, 2):
@@ -100,7 +104,7 @@ def cmd_batching(args) -> None:
         for batch in (1, 2, 4, 8):
             cpu, wall = time.process_time(), time.perf_counter()
             for i in range(0, len(texts), batch):
-                model.encode(texts[i:i + batch], batch_size=batch)
+                model.encode(texts[i : i + batch], batch_size=batch)
             wall = (time.perf_counter() - wall) * 1000 / len(texts)
             cpu = (time.process_time() - cpu) * 1000 / len(texts)
             single = single or wall
@@ -111,8 +115,8 @@ def cmd_predict(args) -> None:
     from papertrack.settings import quiet_third_parties
 
     quiet_third_parties()
-    from papertrack.models.artifact import load_predictor
     from papertrack import store as mlstore
+    from papertrack.models.artifact import load_predictor
 
     mlstore.configure()
     predictor, _ = load_predictor(args.model_uri)
@@ -138,22 +142,26 @@ def cmd_predict(args) -> None:
     fresh_cache()
     started = time.perf_counter()
     for start in range(0, len(rows), args.chunk):
-        predictor.predict(rows[start:start + args.chunk])
+        predictor.predict(rows[start : start + args.chunk])
     batch_cold = time.perf_counter() - started
     started = time.perf_counter()
     for start in range(0, len(rows), args.chunk):
-        predictor.predict(rows[start:start + args.chunk])
+        predictor.predict(rows[start : start + args.chunk])
     batch_warm = time.perf_counter() - started
 
     def q(values, p):
         return statistics.quantiles(values, n=100)[p - 1]
 
     print("| measurement | cold embedding cache | warm embedding cache |\n|---|---:|---:|")
-    print(f"| `TrackPredictor.predict` on 1 abstract, p50 (n={len(cold_ms)}) | {statistics.median(cold_ms):.1f} ms | "
-          f"{statistics.median(warm_ms):.1f} ms |")
+    print(
+        f"| `TrackPredictor.predict` on 1 abstract, p50 (n={len(cold_ms)}) | {statistics.median(cold_ms):.1f} ms | "
+        f"{statistics.median(warm_ms):.1f} ms |"
+    )
     print(f"| same, p95 | {q(cold_ms, 95):.1f} ms | {q(warm_ms, 95):.1f} ms |")
-    print(f"| `TrackPredictor.predict` on {len(rows):,} rows (chunks of {args.chunk}) | {batch_cold:.1f} s = "
-          f"{len(rows) / batch_cold:.1f} abstracts/s | {batch_warm:.1f} s = {len(rows) / batch_warm:,.0f} abstracts/s |")
+    print(
+        f"| `TrackPredictor.predict` on {len(rows):,} rows (chunks of {args.chunk}) | {batch_cold:.1f} s = "
+        f"{len(rows) / batch_cold:.1f} abstracts/s | {batch_warm:.1f} s = {len(rows) / batch_warm:,.0f} abstracts/s |"
+    )
 
 
 def distill_static(dims: int = 256, sif: float = 1e-3):
@@ -174,11 +182,13 @@ def distill_static(dims: int = 256, sif: float = 1e-3):
     started = time.perf_counter()
     with torch.inference_mode():
         for start in range(0, size, 1024):
-            batch = ids[start:start + 1024]
-            inputs = torch.stack([torch.full_like(batch, tokenizer.cls_token_id), batch,
-                                  torch.full_like(batch, tokenizer.sep_token_id)], 1)
+            batch = ids[start : start + 1024]
+            inputs = torch.stack(
+                [torch.full_like(batch, tokenizer.cls_token_id), batch, torch.full_like(batch, tokenizer.sep_token_id)],
+                1,
+            )
             hidden = transformer(input_ids=inputs, attention_mask=torch.ones_like(inputs)).last_hidden_state
-            table[start:start + len(batch)] = hidden.mean(1).numpy()
+            table[start : start + len(batch)] = hidden.mean(1).numpy()
     distill_s = time.perf_counter() - started
     started = time.perf_counter()
     counts = np.zeros(size)
@@ -226,25 +236,38 @@ def cmd_static(args) -> None:
     rate = len(data.texts) / (time.perf_counter() - started)
     n = data.space.n_labels
     builds = {
-        "static LR": lambda: TextClassifier(Static(), LogisticRegression(C=5.0, class_weight="balanced",
-                                                                          max_iter=1000), n),
+        "static LR": lambda: TextClassifier(
+            Static(), LogisticRegression(C=5.0, class_weight="balanced", max_iter=1000), n
+        ),
         "static kNN": lambda: TextClassifier(Static(), SoftKNN(25, 0.05, 0.02), n),
-        **{name: (lambda name=name: CANDIDATES[name].build(n, 42))
-           for name in ("tfidf-word-logreg", "tfidf-word12-cnb", "tfidf-word-svm")},
+        **{
+            name: (lambda name=name: CANDIDATES[name].build(n, 42))
+            for name in ("tfidf-word-logreg", "tfidf-word12-cnb", "tfidf-word-svm")
+        },
     }
     split = fold_indices(data.y, data.space, 5, 42)
-    oof = {name: cross_validate(build, data.texts, data.y, data.space, split).oof_proba
-           for name, build in builds.items()}
+    oof = {
+        name: cross_validate(build, data.texts, data.y, data.space, split).oof_proba for name, build in builds.items()
+    }
     ens = nested_cv(list(oof.values()), data.y, split, rule="geometric")
-    print(f"# static embeddings — {machine()}; distill {distill_s:.1f} s, token frequencies {freq_s:.1f} s, "
-          f"{args.dims or 384}-d, SIF a={args.sif:g}")
-    print("| features (5-fold CV) | top3 | top1 | macro-F1 | area top1 | encode abstracts/s |\n|---|---:|---:|---:|---:|---:|")
-    rows = {**{k: oof[k] for k in ("static LR", "static kNN")}, "ensemble: 3 word TF-IDF + static LR/kNN (nested)":
-            ens.oof_proba}
+    print(
+        f"# static embeddings — {machine()}; distill {distill_s:.1f} s, token frequencies {freq_s:.1f} s, "
+        f"{args.dims or 384}-d, SIF a={args.sif:g}"
+    )
+    print(
+        "| features (5-fold CV) | top3 | top1 | macro-F1 | area top1 | encode abstracts/s |\n"
+        "|---|---:|---:|---:|---:|---:|"
+    )
+    rows = {
+        **{k: oof[k] for k in ("static LR", "static kNN")},
+        "ensemble: 3 word TF-IDF + static LR/kNN (nested)": ens.oof_proba,
+    }
     for name, proba in rows.items():
         m = evaluate(proba, data.y, data.space)
-        print(f"| {name} | {m['label_top3']:.3f} | {m['label_top1']:.3f} | {m['label_macro_f1']:.3f} | "
-              f"{m['area_top1']:.3f} | {rate:,.0f} |")
+        print(
+            f"| {name} | {m['label_top3']:.3f} | {m['label_top1']:.3f} | {m['label_macro_f1']:.3f} | "
+            f"{m['area_top1']:.3f} | {rate:,.0f} |"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -40,9 +40,14 @@ def in_process(texts: list[str], top_k: int) -> dict:
         explain(predictor, text, top_k=top_k)
         times.append(1000 * (time.perf_counter() - started))
     times.sort()
-    return {"candidate": predictor.card.candidate, "method": explainer_for(predictor).method["kind"],
-            "calls": len(times), "p50_ms": round(times[len(times) // 2], 3),
-            "p90_ms": round(times[int(0.9 * len(times))], 3), "mean_ms": round(statistics.fmean(times), 3)}
+    return {
+        "candidate": predictor.card.candidate,
+        "method": explainer_for(predictor).method["kind"],
+        "calls": len(times),
+        "p50_ms": round(times[len(times) // 2], 3),
+        "p90_ms": round(times[int(0.9 * len(times))], 3),
+        "mean_ms": round(statistics.fmean(times), 3),
+    }
 
 
 def main() -> None:
@@ -70,9 +75,11 @@ def main() -> None:
             asyncio.run(run_phase(host, port, requests, 1, 50, 20))  # warm-up
             result = asyncio.run(run_phase(host, port, requests, 1, args.requests, args.max_seconds))
             results[path] = result
-            print(f"{path:<9} {meta.get('candidate')}: {result['requests']} req  p50 {result['p50_ms']:.2f} ms  "
-                  f"p90 {result['p90_ms']:.2f} ms  p99 {result['p99_ms']:.2f} ms  failures {result['failures']}",
-                  flush=True)
+            print(
+                f"{path:<9} {meta.get('candidate')}: {result['requests']} req  p50 {result['p50_ms']:.2f} ms  "
+                f"p90 {result['p90_ms']:.2f} ms  p99 {result['p99_ms']:.2f} ms  failures {result['failures']}",
+                flush=True,
+            )
             if result["failures"]:
                 raise SystemExit(f"failed requests, first: {result['first_failure']}")
     finally:

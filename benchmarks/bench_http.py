@@ -30,8 +30,10 @@ from shared_data import papertrack_exe, unlabeled_abstracts
 
 def request_bytes(host: str, port: int, path: str, body: dict) -> bytes:
     data = json.dumps(body).encode("utf-8")
-    head = (f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(data)}\r\nConnection: keep-alive\r\n\r\n").encode("ascii")
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(data)}\r\nConnection: keep-alive\r\n\r\n"
+    ).encode("ascii")
     return head + data
 
 
@@ -64,8 +66,9 @@ async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]
     raise RuntimeError("response without Content-Length or chunked encoding")
 
 
-async def run_phase(host: str, port: int, requests: list[bytes], concurrency: int, total: int,
-                    max_seconds: float, first: int = 0) -> dict:
+async def run_phase(
+    host: str, port: int, requests: list[bytes], concurrency: int, total: int, max_seconds: float, first: int = 0
+) -> dict:
     """``concurrency`` connections, each sending its next request when the previous answer arrived; the
     requests are taken in turn from ``requests[first:]`` (wrapping around)."""
     latencies: list[float] = []
@@ -97,10 +100,17 @@ async def run_phase(host: str, port: int, requests: list[bytes], concurrency: in
     latencies.sort()
     ms = [x * 1000 for x in latencies]
     return {
-        "concurrency": concurrency, "requests": len(ms), "failures": len(failures), "first_failure":
-        failures[0] if failures else None, "seconds": round(wall, 3), "rps": round(len(ms) / wall, 1),
-        "p50_ms": round(_pct(ms, 50), 3), "p90_ms": round(_pct(ms, 90), 3), "p99_ms": round(_pct(ms, 99), 3),
-        "mean_ms": round(statistics.fmean(ms), 3), "max_ms": round(ms[-1], 3),
+        "concurrency": concurrency,
+        "requests": len(ms),
+        "failures": len(failures),
+        "first_failure": failures[0] if failures else None,
+        "seconds": round(wall, 3),
+        "rps": round(len(ms) / wall, 1),
+        "p50_ms": round(_pct(ms, 50), 3),
+        "p90_ms": round(_pct(ms, 90), 3),
+        "p99_ms": round(_pct(ms, 99), 3),
+        "mean_ms": round(statistics.fmean(ms), 3),
+        "max_ms": round(ms[-1], 3),
         "generator_cpu_share": round((time.process_time() - cpu0) / wall, 3),
     }
 
@@ -200,10 +210,15 @@ def main() -> None:
         texts = unlabeled_abstracts(2000, max_chars=20_000, strip=False)  # as the service accepts them
         requests = [request_bytes(host, port, "/predict", {"abstract": t, "top_k": args.top_k}) for t in texts]
         load = os.getloadavg()
-        results = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                               "loadavg_before": [round(x, 2) for x in load]},
-                   "server": {"workers": args.workers if args.start else None, "url": f"http://{host}:{port}"},
-                   "phases": []}
+        results = {
+            "machine": {
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
+                "loadavg_before": [round(x, 2) for x in load],
+            },
+            "server": {"workers": args.workers if args.start else None, "url": f"http://{host}:{port}"},
+            "phases": [],
+        }
         # every phase continues where the previous one stopped: no abstract is sent twice until all 2,000 were
         # (an embedding model keeps vectors it has computed in memory: a repeat would measure that memory)
         sent = asyncio.run(run_phase(host, port, requests, 4, 400, 10))["requests"]  # warm-up (every worker)
@@ -214,13 +229,17 @@ def main() -> None:
             sent += result["requests"]
             if proc is not None:  # the server's own CPU per request: much less sensitive to a busy machine
                 result["server_cpu_ms_per_request"] = round(
-                    1000 * (server_cpu_seconds(proc) - cpu_before) / max(1, result["requests"]), 3)
+                    1000 * (server_cpu_seconds(proc) - cpu_before) / max(1, result["requests"]), 3
+                )
             results["phases"].append(result)
-            print(f"c={concurrency:<3} {result['requests']:>6} req in {result['seconds']:>6.2f} s  "
-                  f"{result['rps']:>8.1f} req/s  p50 {result['p50_ms']:.2f} ms  p90 {result['p90_ms']:.2f} ms  "
-                  f"p99 {result['p99_ms']:.2f} ms  max {result['max_ms']:.1f} ms  failures {result['failures']}  "
-                  f"generator CPU {result['generator_cpu_share']:.0%}  "
-                  f"server CPU/request {result.get('server_cpu_ms_per_request', float('nan')):.2f} ms", flush=True)
+            print(
+                f"c={concurrency:<3} {result['requests']:>6} req in {result['seconds']:>6.2f} s  "
+                f"{result['rps']:>8.1f} req/s  p50 {result['p50_ms']:.2f} ms  p90 {result['p90_ms']:.2f} ms  "
+                f"p99 {result['p99_ms']:.2f} ms  max {result['max_ms']:.1f} ms  failures {result['failures']}  "
+                f"generator CPU {result['generator_cpu_share']:.0%}  "
+                f"server CPU/request {result.get('server_cpu_ms_per_request', float('nan')):.2f} ms",
+                flush=True,
+            )
             if result["failures"]:
                 raise SystemExit(f"failed requests, first: {result['first_failure']}")
         results["machine"]["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]

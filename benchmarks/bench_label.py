@@ -26,8 +26,17 @@ from shared_data import UNLABELED, papertrack_exe
 
 
 def run_labeler(dumps: list[Path], out: Path, chunk: int, extra: list[str]) -> dict:
-    command = [papertrack_exe(), "label", *map(str, dumps), "-o", str(out), "--no-progress", "--chunk-size", str(chunk),
-               *extra]
+    command = [
+        papertrack_exe(),
+        "label",
+        *map(str, dumps),
+        "-o",
+        str(out),
+        "--no-progress",
+        "--chunk-size",
+        str(chunk),
+        *extra,
+    ]
     log_out, log_err = out.with_suffix(".stdout"), out.with_suffix(".stderr")
     started = time.perf_counter()
     with open(log_out, "w") as o, open(log_err, "w") as e:
@@ -43,18 +52,25 @@ def run_labeler(dumps: list[Path], out: Path, chunk: int, extra: list[str]) -> d
     rows = int(re.search(r"= ([\d,]+) labeled rows", text).group(1).replace(",", ""))
     errors = int(re.search(r"\+ ([\d,]+) errors", text).group(1).replace(",", ""))
     seconds = float(re.search(r"([\d.]+) s, [\d,]+ abstracts/s", text).group(1))
-    return {"command": " ".join(command), "inputs": inputs, "rows": rows, "errors": errors,
-            "labeler_seconds": seconds, "labeler_rate": round(inputs / seconds, 1),
-            "process_wall_seconds": round(wall, 2), "process_rate": round(inputs / wall, 1),
-            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
+    return {
+        "command": " ".join(command),
+        "inputs": inputs,
+        "rows": rows,
+        "errors": errors,
+        "labeler_seconds": seconds,
+        "labeler_rate": round(inputs / seconds, 1),
+        "process_wall_seconds": round(wall, 2),
+        "process_rate": round(inputs / wall, 1),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+    }
 
 
 def raw_predict(dumps: list[Path], model_uri: str, chunk: int) -> dict:
     import pandas as pd
 
+    from papertrack import store as mlstore
     from papertrack.features.ingest import Record, iter_records
     from papertrack.models.artifact import load_predictor
-    from papertrack import store as mlstore
 
     mlstore.configure()
     predictor, pyfunc = load_predictor(model_uri)
@@ -64,18 +80,24 @@ def raw_predict(dumps: list[Path], model_uri: str, chunk: int) -> dict:
     predictor.predict(abstracts[:50], titles[:50])  # warm-up
     started = time.perf_counter()
     for i in range(0, len(records), chunk):
-        predictor.predict(abstracts[i:i + chunk], titles[i:i + chunk], 3)
+        predictor.predict(abstracts[i : i + chunk], titles[i : i + chunk], 3)
     predict_seconds = time.perf_counter() - started
-    frames = [pd.DataFrame({"abstract": abstracts[i:i + chunk], "title": [t or "" for t in titles[i:i + chunk]]})
-              for i in range(0, len(records), chunk)]
+    frames = [
+        pd.DataFrame({"abstract": abstracts[i : i + chunk], "title": [t or "" for t in titles[i : i + chunk]]})
+        for i in range(0, len(records), chunk)
+    ]
     started = time.perf_counter()
     for frame in frames:
         pyfunc.predict(frame, params={"top_k": 3})
     pyfunc_seconds = time.perf_counter() - started
-    return {"rows": len(records), "predict_seconds": round(predict_seconds, 2),
-            "predict_rate": round(len(records) / predict_seconds, 1),
-            "pyfunc_seconds": round(pyfunc_seconds, 2), "pyfunc_rate": round(len(records) / pyfunc_seconds, 1),
-            "model": predictor.card.identity()}
+    return {
+        "rows": len(records),
+        "predict_seconds": round(predict_seconds, 2),
+        "predict_rate": round(len(records) / predict_seconds, 1),
+        "pyfunc_seconds": round(pyfunc_seconds, 2),
+        "pyfunc_rate": round(len(records) / pyfunc_seconds, 1),
+        "model": predictor.card.identity(),
+    }
 
 
 def main() -> None:
@@ -92,18 +114,24 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-label-") as tmp:
         label = run_labeler(dumps, Path(tmp) / "labeled.jsonl", args.chunk_size, ["--model", args.model])
         results["label"] = label
-        print(f"papertrack label: {label['inputs']:,} records -> {label['rows']:,} rows + {label['errors']:,} errors; "
-              f"{label['labeler_rate']:,.0f} abstracts/s in the labeling loop ({label['labeler_seconds']:.2f} s), "
-              f"{label['process_rate']:,.0f}/s for the whole process ({label['process_wall_seconds']:.2f} s incl. "
-              f"start-up); peak RSS {label['peak_rss_mb']:,.0f} MB", flush=True)
+        print(
+            f"papertrack label: {label['inputs']:,} records -> {label['rows']:,} rows + {label['errors']:,} errors; "
+            f"{label['labeler_rate']:,.0f} abstracts/s in the labeling loop ({label['labeler_seconds']:.2f} s), "
+            f"{label['process_rate']:,.0f}/s for the whole process ({label['process_wall_seconds']:.2f} s incl. "
+            f"start-up); peak RSS {label['peak_rss_mb']:,.0f} MB",
+            flush=True,
+        )
     if not args.skip_raw:
         raw = raw_predict(dumps, args.model, args.chunk_size)
         results["raw"] = raw
         ratio = raw["predict_rate"] / results["label"]["labeler_rate"]
         results["raw_over_label"] = round(ratio, 3)
-        print(f"raw TrackPredictor.predict: {raw['predict_rate']:,.0f} abstracts/s ({raw['predict_seconds']:.2f} s); "
-              f"pyfunc model.predict: {raw['pyfunc_rate']:,.0f}/s ({raw['pyfunc_seconds']:.2f} s); "
-              f"raw predict is {ratio:.2f}x the labeler's rate", flush=True)
+        print(
+            f"raw TrackPredictor.predict: {raw['predict_rate']:,.0f} abstracts/s ({raw['predict_seconds']:.2f} s); "
+            f"pyfunc model.predict: {raw['pyfunc_rate']:,.0f}/s ({raw['pyfunc_seconds']:.2f} s); "
+            f"raw predict is {ratio:.2f}x the labeler's rate",
+            flush=True,
+        )
     results["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

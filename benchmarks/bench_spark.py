@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 import psutil
-
 from shared_data import UNLABELED, papertrack_exe
 
 BATCH_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
@@ -81,20 +80,31 @@ def run(label_args: list[str], out: Path) -> dict:
         raise SystemExit(f"{' '.join(command)} failed ({proc.returncode}):\n{stdout}\n{stderr[-3000:]}")
     text = " ".join(stdout.split())
     inputs = int(re.search(r"([\d,]+) input records", text).group(1).replace(",", ""))
-    result = {"command": " ".join(command).replace(exe, "papertrack"), "inputs": inputs,
-              "wall_seconds": round(wall, 2), "abstracts_per_s": round(inputs / wall, 1),
-              "peak_rss_mb": round(peak / 2**20), "cpu_seconds": round(sum(cpu.values()), 1),
-              "load_before": round(load, 2),
-              "cpu_by_kind": {kind: round(sum(c for k, c in own.values() if k == kind), 1)
-                              for kind in sorted({k for k, _ in own.values()})},
-              "load_after": round(os.getloadavg()[0], 2)}
+    result = {
+        "command": " ".join(command).replace(exe, "papertrack"),
+        "inputs": inputs,
+        "wall_seconds": round(wall, 2),
+        "abstracts_per_s": round(inputs / wall, 1),
+        "peak_rss_mb": round(peak / 2**20),
+        "cpu_seconds": round(sum(cpu.values()), 1),
+        "load_before": round(load, 2),
+        "cpu_by_kind": {
+            kind: round(sum(c for k, c in own.values() if k == kind), 1)
+            for kind in sorted({k for k, _ in own.values()})
+        },
+        "load_after": round(os.getloadavg()[0], 2),
+    }
     summary = out / "summary.json"
     if summary.exists():
         data = json.loads(summary.read_text())
-        result.update(spark_start_s=data["timings"]["spark_start"], job_s=data["timings"]["job"],
-                      job_abstracts_per_s=round(inputs / data["timings"]["job"], 1),
-                      steps={k: v for k, v in data["timings"].items() if k not in ("spark_start", "job")},
-                      partitions=data["partitions"], arrow_batch=data["arrow_batch"])
+        result.update(
+            spark_start_s=data["timings"]["spark_start"],
+            job_s=data["timings"]["job"],
+            job_abstracts_per_s=round(inputs / data["timings"]["job"], 1),
+            steps={k: v for k, v in data["timings"].items() if k not in ("spark_start", "job")},
+            partitions=data["partitions"],
+            arrow_batch=data["arrow_batch"],
+        )
     return result
 
 
@@ -109,11 +119,21 @@ def spark_args(master: str, partitions: int | None = None, batch: int | None = N
 
 def show(name: str, r: dict) -> None:
     steps = ", ".join(f"{k} {v:.1f}" for k, v in r.get("steps", {}).items())
-    extra = (f"; Spark start {r['spark_start_s']:.1f} s, job {r['job_s']:.1f} s = {r['job_abstracts_per_s']:,.0f}/s "
-             f"({steps}; {r['partitions']} partitions, batch {r['arrow_batch']})") if "job_s" in r else ""
+    extra = (
+        (
+            f"; Spark start {r['spark_start_s']:.1f} s, job {r['job_s']:.1f} s = {r['job_abstracts_per_s']:,.0f}/s "
+            f"({steps}; {r['partitions']} partitions, batch {r['arrow_batch']})"
+        )
+        if "job_s" in r
+        else ""
+    )
     kinds = ", ".join(f"{k} {v:.0f}" for k, v in r["cpu_by_kind"].items())
-    print(f"{name:>34}: {r['inputs']:,} in {r['wall_seconds']:.1f} s = {r['abstracts_per_s']:,.0f} abstracts/s, "
-          f"peak {r['peak_rss_mb']:,} MB, CPU {r['cpu_seconds']:.0f} s ({kinds}), load {r['load_before']:.1f}->{r['load_after']:.1f}{extra}", flush=True)
+    print(
+        f"{name:>34}: {r['inputs']:,} in {r['wall_seconds']:.1f} s = {r['abstracts_per_s']:,.0f} abstracts/s, "
+        f"peak {r['peak_rss_mb']:,} MB, CPU {r['cpu_seconds']:.0f} s ({kinds}), "
+        f"load {r['load_before']:.1f}->{r['load_after']:.1f}{extra}",
+        flush=True,
+    )
 
 
 UNLABELED_DUMP = UNLABELED
@@ -130,11 +150,16 @@ def main() -> None:
     UNLABELED_DUMP = args.dump
     results: dict[str, list[dict]] = {}
     if args.tune:
-        configs = [(f"local[2] p={p} batch={b}", spark_args("local[2]", p, b))
-                   for p, b in ((2, 500), (2, 2000), (2, 10000), (8, 2000))]
+        configs = [
+            (f"local[2] p={p} batch={b}", spark_args("local[2]", p, b))
+            for p, b in ((2, 500), (2, 2000), (2, 10000), (8, 2000))
+        ]
     else:
-        configs = [("in-process", []), ("spark local[1]", spark_args("local[1]")),
-                   ("spark local[2]", spark_args("local[2]"))]
+        configs = [
+            ("in-process", []),
+            ("spark local[1]", spark_args("local[1]")),
+            ("spark local[2]", spark_args("local[2]")),
+        ]
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp:
         for _ in range(args.runs):
             for i, (name, label_args) in enumerate(configs):
@@ -144,11 +169,15 @@ def main() -> None:
                 show(name, r)
     if not args.tune:
         best = {name: max(r["abstracts_per_s"] for r in runs) for name, runs in results.items()}
-        job = {name: max(r["job_abstracts_per_s"] for r in runs) for name, runs in results.items() if name != "in-process"}
-        print(f"local[2] / local[1] = {best['spark local[2]'] / best['spark local[1]']:.2f}x; "
-              f"in-process / local[2] = {best['in-process'] / best['spark local[2]']:.2f}x (best runs, wall time); "
-              f"the job alone (after Spark's start): local[2] / local[1] = "
-              f"{job['spark local[2]'] / job['spark local[1]']:.2f}x")
+        job = {
+            name: max(r["job_abstracts_per_s"] for r in runs) for name, runs in results.items() if name != "in-process"
+        }
+        print(
+            f"local[2] / local[1] = {best['spark local[2]'] / best['spark local[1]']:.2f}x; "
+            f"in-process / local[2] = {best['in-process'] / best['spark local[2]']:.2f}x (best runs, wall time); "
+            f"the job alone (after Spark's start): local[2] / local[1] = "
+            f"{job['spark local[2]'] / job['spark local[1]']:.2f}x"
+        )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
 

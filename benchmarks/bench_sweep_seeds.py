@@ -27,10 +27,10 @@ import time
 from pathlib import Path
 
 import mlflow
+from shared_data import papertrack_exe
 
 from papertrack import settings, store
 from papertrack.registry import rank_key
-from shared_data import papertrack_exe
 
 CV = ("label_top3", "label_top1", "area_top1")
 SHIFT = ("shift_label_top3", "shift_label_top1", "shift_area_top1", "shift_label_macro_f1")
@@ -53,8 +53,12 @@ def train(seed: int, log_dir: Path, extra: list[str]) -> float:
 
 
 def latest_sweep(experiment_id: str, seed: int):
-    sweeps = mlflow.search_runs([experiment_id], f"tags.`papertrack.kind` = 'sweep' and params.seed = '{seed}'",
-                                order_by=["attributes.start_time DESC"], max_results=1)
+    sweeps = mlflow.search_runs(
+        [experiment_id],
+        f"tags.`papertrack.kind` = 'sweep' and params.seed = '{seed}'",
+        order_by=["attributes.start_time DESC"],
+        max_results=1,
+    )
     if sweeps.empty:
         sys.exit(f"no sweep with seed {seed} in {mlflow.get_tracking_uri()}")
     return sweeps.iloc[0]
@@ -63,18 +67,33 @@ def latest_sweep(experiment_id: str, seed: int):
 def read_seed(experiment_id: str, seed: int) -> dict:
     """The sweep of ``seed``: its champion decision and every candidate's metrics."""
     sweep = latest_sweep(experiment_id, seed)
-    runs = mlflow.search_runs([experiment_id], f"tags.`mlflow.parentRunId` = '{sweep['run_id']}' and "
-                              "tags.`papertrack.kind` = 'candidate'", max_results=1000)
+    runs = mlflow.search_runs(
+        [experiment_id],
+        f"tags.`mlflow.parentRunId` = '{sweep['run_id']}' and tags.`papertrack.kind` = 'candidate'",
+        max_results=1000,
+    )
     candidates = {}
     for row in runs.to_dict("records"):
-        metrics = {k.removeprefix("metrics."): v for k, v in row.items()
-                   if k.startswith("metrics.") and v == v and v is not None}
+        metrics = {
+            k.removeprefix("metrics."): v
+            for k, v in row.items()
+            if k.startswith("metrics.") and v == v and v is not None
+        }
         candidates[row["tags.candidate"]] = metrics
-    baseline = {k.removeprefix("metrics.baseline_"): v for k, v in sweep.items()
-                if k.startswith("metrics.baseline_") and v == v and v is not None}
-    return {"seed": seed, "parent_run_id": sweep["run_id"], "winner": sweep.get("tags.champion_rule.winner"),
-            "leader": sweep.get("tags.champion_rule.leader"), "decision": sweep.get("tags.champion_rule"),
-            "candidates": candidates, "baseline": baseline}
+    baseline = {
+        k.removeprefix("metrics.baseline_"): v
+        for k, v in sweep.items()
+        if k.startswith("metrics.baseline_") and v == v and v is not None
+    }
+    return {
+        "seed": seed,
+        "parent_run_id": sweep["run_id"],
+        "winner": sweep.get("tags.champion_rule.winner"),
+        "leader": sweep.get("tags.champion_rule.leader"),
+        "decision": sweep.get("tags.champion_rule"),
+        "candidates": candidates,
+        "baseline": baseline,
+    }
 
 
 def mean_sd(values: list[float]) -> str:
@@ -87,27 +106,36 @@ def mean_sd(values: list[float]) -> str:
 
 def report(per_seed: list[dict]) -> None:
     seeds = [s["seed"] for s in per_seed]
-    names = sorted({n for s in per_seed for n in s["candidates"]},
-                   key=lambda n: rank_key(_means(per_seed, n)), reverse=True)
+    names = sorted(
+        {n for s in per_seed for n in s["candidates"]}, key=lambda n: rank_key(_means(per_seed, n)), reverse=True
+    )
     print(f"\n### Mean ± sd over seeds {', '.join(map(str, seeds))} (sample sd, n = {len(seeds)})\n")
     print("| candidate | " + " | ".join(HEAD) + " | champion |")
     print("|---|" + "---:|" * len(HEAD) + "---:|")
     for name in names:
-        cells = [mean_sd([s["candidates"][name][k] for s in per_seed if k in s["candidates"].get(name, {})])
-                 for k in (*CV, *SHIFT)]
+        cells = [
+            mean_sd([s["candidates"][name][k] for s in per_seed if k in s["candidates"].get(name, {})])
+            for k in (*CV, *SHIFT)
+        ]
         wins = sum(s["winner"] == name for s in per_seed)
         print(f"| {name} | " + " | ".join(cells) + f" | {wins}/{len(seeds)} |")
     base = [mean_sd([s["baseline"][k] for s in per_seed if k in s["baseline"]]) for k in (*CV, *SHIFT)]
     print("| majority baseline | " + " | ".join(base) + " | – |")
 
     print(f"\n### Per seed ({' / '.join(map(str, seeds))})\n")
-    print("| candidate | CV top3 | CV area | shift top3 | shift area | " +
-          " | ".join(f"shift top3 {d}" for d in _directions(per_seed)) + " |")
+    print(
+        "| candidate | CV top3 | CV area | shift top3 | shift area | "
+        + " | ".join(f"shift top3 {d}" for d in _directions(per_seed))
+        + " |"
+    )
     print("|---|" + "---:|" * (4 + len(_directions(per_seed))))
     for name in names:
-        def col(key: str) -> str:
-            return " / ".join(f"{s['candidates'][name][key]:.3f}" if key in s["candidates"].get(name, {}) else "–"
-                              for s in per_seed)
+
+        def col(key: str, name: str = name) -> str:
+            return " / ".join(
+                f"{s['candidates'][name][key]:.3f}" if key in s["candidates"].get(name, {}) else "–" for s in per_seed
+            )
+
         cells = [col(k) for k in ("label_top3", "area_top1", "shift_label_top3", "shift_area_top1")]
         cells += [col(f"shift_label_top3.{d}") for d in _directions(per_seed)]
         print(f"| {name} | " + " | ".join(cells) + " |")
@@ -121,13 +149,22 @@ def report(per_seed: list[dict]) -> None:
 
 def _means(per_seed: list[dict], name: str) -> dict[str, float]:
     keys = {k for s in per_seed for k in s["candidates"].get(name, {})}
-    return {k: statistics.mean([s["candidates"][name][k] for s in per_seed if k in s["candidates"].get(name, {})])
-            for k in keys}
+    return {
+        k: statistics.mean([s["candidates"][name][k] for s in per_seed if k in s["candidates"].get(name, {})])
+        for k in keys
+    }
 
 
 def _directions(per_seed: list[dict]) -> list[str]:
-    return sorted({k.removeprefix("shift_label_top3.") for s in per_seed for m in s["candidates"].values()
-                   for k in m if k.startswith("shift_label_top3.")})
+    return sorted(
+        {
+            k.removeprefix("shift_label_top3.")
+            for s in per_seed
+            for m in s["candidates"].values()
+            for k in m
+            if k.startswith("shift_label_top3.")
+        }
+    )
 
 
 def main() -> None:
@@ -150,9 +187,14 @@ def main() -> None:
     per_seed = [read_seed(experiment.experiment_id, seed) for seed in args.seeds]
     for s in per_seed:
         s["train_seconds"] = seconds.get(s["seed"])
-    print(f"Store: {uri}; sweeps: " + ", ".join(f"seed {s['seed']} = {s['parent_run_id'][:8]}"
-                                                + (f" ({s['train_seconds']:.0f} s)" if s["train_seconds"] else "")
-                                                for s in per_seed))
+    print(
+        f"Store: {uri}; sweeps: "
+        + ", ".join(
+            f"seed {s['seed']} = {s['parent_run_id'][:8]}"
+            + (f" ({s['train_seconds']:.0f} s)" if s["train_seconds"] else "")
+            for s in per_seed
+        )
+    )
     report(per_seed)
     if args.json:
         args.json.write_text(json.dumps(per_seed, indent=1, default=str), encoding="utf-8")

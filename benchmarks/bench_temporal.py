@@ -109,8 +109,15 @@ def load_context(data: Path) -> tuple[Context, list[str], np.ndarray]:
                 pool2025.append(abstract)
             if year >= 2023 and key not in train_keys:
                 recent.append(abstract)
-    ctx = Context([r.abstract for r in train], space.encode(labels), np.array([r.origin for r in train]), space,
-                  pool2025, recent, test_keys)
+    ctx = Context(
+        [r.abstract for r in train],
+        space.encode(labels),
+        np.array([r.origin for r in train]),
+        space,
+        pool2025,
+        recent,
+        test_keys,
+    )
     ctx.train_side(ctx.texts)
     ctx.train_side(ctx.pool2025)
     ctx.train_side(ctx.recent)
@@ -193,10 +200,15 @@ def fit_ensemble(ctx: Context, seed: int, texts=None, y=None):
     split = fold_indices(y, ctx.space, INNER_FOLDS, seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        oof = [cross_validate(lambda m=m: CANDIDATES[m].build(ctx.space.n_labels, seed), texts, y, ctx.space,
-                              split).oof_proba for m in ENSEMBLE_MEMBERS]
-        weights = select_weights(oof, y, rule=candidate.ensemble.rule, steps=candidate.ensemble.steps,
-                                 objective=candidate.ensemble.objective)
+        oof = [
+            cross_validate(
+                lambda m=m: CANDIDATES[m].build(ctx.space.n_labels, seed), texts, y, ctx.space, split
+            ).oof_proba
+            for m in ENSEMBLE_MEMBERS
+        ]
+        weights = select_weights(
+            oof, y, rule=candidate.ensemble.rule, steps=candidate.ensemble.steps, objective=candidate.ensemble.objective
+        )
         model = with_weights(candidate, weights).build(ctx.space.n_labels, seed).fit(texts, y)
     model.chosen_weights = dict(zip(ENSEMBLE_MEMBERS, np.round(weights, 3).tolist()))
     return model
@@ -228,6 +240,7 @@ def recipe(name: str, description: str, seeded: bool = False):
     def register(fn):
         RECIPES[name] = Recipe(name, description, fn, seeded)
         return fn
+
     return register
 
 
@@ -236,18 +249,27 @@ n_of = lambda ctx: ctx.space.n_labels  # noqa: E731
 
 
 def lr_variant(ctx, vec=None, C=10.0, balanced=True, sample_weight=None, vocab_texts=()):
-    return LinearText(vec or WORD, logreg(C, balanced), n_of(ctx)).fit(ctx, ctx.texts, ctx.y, sample_weight,
-                                                                       vocab_texts)
+    return LinearText(vec or WORD, logreg(C, balanced), n_of(ctx)).fit(
+        ctx, ctx.texts, ctx.y, sample_weight, vocab_texts
+    )
 
 
 @recipe(BASELINE, "catalogue tfidf-word-logreg (word TF-IDF, LR C=10 balanced)")
 def _baseline(ctx, seed):
-    return base(ctx, BASELINE, seed, lambda: CANDIDATES[BASELINE].build(n_of(ctx), seed).fit(
-        ctx.train_side(ctx.texts), ctx.y), seeded=False)
+    return base(
+        ctx,
+        BASELINE,
+        seed,
+        lambda: CANDIDATES[BASELINE].build(n_of(ctx), seed).fit(ctx.train_side(ctx.texts), ctx.y),
+        seeded=False,
+    )
 
 
-@recipe("ensemble-tfidf", "catalogue ensemble-tfidf: 4 TF-IDF singles, geometric mean, weights by inner 3-fold CV",
-        seeded=True)
+@recipe(
+    "ensemble-tfidf",
+    "catalogue ensemble-tfidf: 4 TF-IDF singles, geometric mean, weights by inner 3-fold CV",
+    seeded=True,
+)
 def _ensemble(ctx, seed):
     return base(ctx, "ensemble-tfidf", seed, lambda: fit_ensemble(ctx, seed), seeded=True)
 
@@ -347,8 +369,11 @@ def self_trained(ctx, teacher, threshold: float, weight: float, vocab_from_pool:
     return model
 
 
-@recipe("lr-selftrain2025", "word LR + pseudo-labelled ICML/NeurIPS 2025 abstracts (baseline LR teacher, "
-        "conf > 0.3, weight 0.5), vocabulary/IDF fitted on training + that 2025 pool")
+@recipe(
+    "lr-selftrain2025",
+    "word LR + pseudo-labelled ICML/NeurIPS 2025 abstracts (baseline LR teacher, "
+    "conf > 0.3, weight 0.5), vocabulary/IDF fitted on training + that 2025 pool",
+)
 def _selftrain(ctx, seed):
     return self_trained(ctx, _baseline(ctx, seed), 0.3, 0.5, vocab_from_pool=True)
 
@@ -366,8 +391,10 @@ def area_model(ctx):
     return ctx.cache[key]
 
 
-@recipe("lr-area-matched", "baseline LR, label probabilities re-weighted so the area roll-up matches an 8-area "
-        "word LR (C=10 balanced)")
+@recipe(
+    "lr-area-matched",
+    "baseline LR, label probabilities re-weighted so the area roll-up matches an 8-area word LR (C=10 balanced)",
+)
 def _area_matched(ctx, seed):
     return AreaMatched(_baseline(ctx, seed), area_model(ctx), ctx.space, 1.0)
 
@@ -375,15 +402,13 @@ def _area_matched(ctx, seed):
 # ensemble-based combinations (the ensemble is fitted once per seed and shared)
 
 
-@recipe("ens-prior-em2025-0.5", "ensemble-tfidf x (EM prior of unlabeled ICML+NeurIPS 2025 / uniform)^0.5",
-        seeded=True)
+@recipe("ens-prior-em2025-0.5", "ensemble-tfidf x (EM prior of unlabeled ICML+NeurIPS 2025 / uniform)^0.5", seeded=True)
 def _ens_em05(ctx, seed):
     m = _ensemble(ctx, seed)
     return Adjusted(m, em2025_factors(ctx, m, 0.5))
 
 
-@recipe("ens-prior-em2025-1", "ensemble-tfidf x (EM prior of unlabeled ICML+NeurIPS 2025 / uniform)^1",
-        seeded=True)
+@recipe("ens-prior-em2025-1", "ensemble-tfidf x (EM prior of unlabeled ICML+NeurIPS 2025 / uniform)^1", seeded=True)
 def _ens_em1(ctx, seed):
     m = _ensemble(ctx, seed)
     return Adjusted(m, em2025_factors(ctx, m, 1.0))
@@ -394,8 +419,11 @@ def _ens_area(ctx, seed):
     return AreaMatched(_ensemble(ctx, seed), area_model(ctx), ctx.space, 1.0)
 
 
-@recipe("lr-prior-soft2025", "baseline LR x (its mean probability on the unlabeled ICML+NeurIPS 2025 abstracts / "
-        "its mean probability on the training abstracts): a one-step prior-shift estimate")
+@recipe(
+    "lr-prior-soft2025",
+    "baseline LR x (its mean probability on the unlabeled ICML+NeurIPS 2025 abstracts / "
+    "its mean probability on the training abstracts): a one-step prior-shift estimate",
+)
 def _prior_soft(ctx, seed):
     m = _baseline(ctx, seed)
     return Adjusted(m, soft_shift(ctx, m))
@@ -422,8 +450,11 @@ def no_area_only(ctx):
     return np.array([0.0 if not sub else 1.0 for sub in ctx.space.subareas])
 
 
-@recipe("lr-no-area-only", "TAXONOMY ASSUMPTION: baseline LR with the 8 area-only labels never predicted (2025 "
-        "has none; learnt from the test labels' taxonomy, see TEMPORAL_RESULTS.md)")
+@recipe(
+    "lr-no-area-only",
+    "TAXONOMY ASSUMPTION: baseline LR with the 8 area-only labels never predicted (2025 "
+    "has none; learnt from the test labels' taxonomy, see TEMPORAL_RESULTS.md)",
+)
 def _lr_no_area_only(ctx, seed):
     return Adjusted(_baseline(ctx, seed), no_area_only(ctx))
 
@@ -432,6 +463,7 @@ def ens_selftrained(ctx, seed):
     """ensemble-tfidf's weights (inner CV on the 2024 rows), members refit on the 2024 rows + every unlabeled
     ICML/NeurIPS 2025 abstract pseudo-labelled by the 2024 ensemble (full weight; the catalogue members take
     no sample weights), vocabulary/IDF from both."""
+
     def fit():
         teacher = _ensemble(ctx, seed)
         pool = ctx.train_side(ctx.pool2025)
@@ -443,11 +475,16 @@ def ens_selftrained(ctx, seed):
         student.chosen_weights = teacher.chosen_weights
         student.n_pseudo = len(pool)
         return student
+
     return base(ctx, "ens-selftrain2025", seed, fit, seeded=True)
 
 
-@recipe("ens-selftrain2025", "ensemble-tfidf (weights from the 2024 inner CV) refit on 2024 + all ICML/NeurIPS 2025 "
-        "unlabeled abstracts pseudo-labelled by the 2024 ensemble", seeded=True)
+@recipe(
+    "ens-selftrain2025",
+    "ensemble-tfidf (weights from the 2024 inner CV) refit on 2024 + all ICML/NeurIPS 2025 "
+    "unlabeled abstracts pseudo-labelled by the 2024 ensemble",
+    seeded=True,
+)
 def _ens_selftrain(ctx, seed):
     return ens_selftrained(ctx, seed)
 
@@ -458,14 +495,18 @@ def _ens_plus_st(ctx, seed):
     return Combined([_ensemble(ctx, seed), st], [0.5, 0.5])
 
 
-@recipe("ens-no-area-only", "TAXONOMY ASSUMPTION: ensemble-tfidf with the 8 area-only labels never predicted",
-        seeded=True)
+@recipe(
+    "ens-no-area-only", "TAXONOMY ASSUMPTION: ensemble-tfidf with the 8 area-only labels never predicted", seeded=True
+)
 def _ens_no_area_only(ctx, seed):
     return Adjusted(_ensemble(ctx, seed), no_area_only(ctx))
 
 
-@recipe("ens-selftrain2025-no-area-only", "TAXONOMY ASSUMPTION: ens-selftrain2025 with the 8 area-only labels "
-        "never predicted", seeded=True)
+@recipe(
+    "ens-selftrain2025-no-area-only",
+    "TAXONOMY ASSUMPTION: ens-selftrain2025 with the 8 area-only labels never predicted",
+    seeded=True,
+)
 def _ens_st_no_area_only(ctx, seed):
     return Adjusted(ens_selftrained(ctx, seed), no_area_only(ctx))
 
@@ -475,8 +516,11 @@ def _union(ctx, seed):
     return CANDIDATES["tfidf-union-logreg"].build(n_of(ctx), seed).fit(ctx.train_side(ctx.texts), ctx.y)
 
 
-@recipe("lr-area-only-to-else", "TAXONOMY ASSUMPTION: word LR C=10 balanced trained with each area-only label "
-        "\"X\" renamed \"X · Everything Else\" (2025 has no area-only label)")
+@recipe(
+    "lr-area-only-to-else",
+    "TAXONOMY ASSUMPTION: word LR C=10 balanced trained with each area-only label "
+    '"X" renamed "X · Everything Else" (2025 has no area-only label)',
+)
 def _area_only_to_else(ctx, seed):
     return LinearText(WORD, logreg(10.0), n_of(ctx)).fit(ctx, ctx.texts, area_only_to_else(ctx))
 
@@ -484,16 +528,24 @@ def _area_only_to_else(ctx, seed):
 def area_only_to_else(ctx) -> np.ndarray:
     """The training labels with each area-only label "X" replaced by "X · Everything Else"."""
     labels = list(ctx.space.labels)
-    target = {i: labels.index(f"{lab} · Everything Else") for i, lab in enumerate(labels)
-              if not ctx.space.subareas[i] and f"{lab} · Everything Else" in labels}
+    target = {
+        i: labels.index(f"{lab} · Everything Else")
+        for i, lab in enumerate(labels)
+        if not ctx.space.subareas[i] and f"{lab} · Everything Else" in labels
+    }
     return np.array([target.get(int(v), int(v)) for v in ctx.y])
 
 
-@recipe("ens-area-only-to-else", "TAXONOMY ASSUMPTION: ensemble-tfidf (weights by inner 3-fold CV) trained with "
-        "each area-only label \"X\" renamed \"X · Everything Else\"", seeded=True)
+@recipe(
+    "ens-area-only-to-else",
+    "TAXONOMY ASSUMPTION: ensemble-tfidf (weights by inner 3-fold CV) trained with "
+    'each area-only label "X" renamed "X · Everything Else"',
+    seeded=True,
+)
 def _ens_area_only_to_else(ctx, seed):
-    return base(ctx, "ens-area-only-to-else", seed, lambda: fit_ensemble(ctx, seed, y=area_only_to_else(ctx)),
-                seeded=True)
+    return base(
+        ctx, "ens-area-only-to-else", seed, lambda: fit_ensemble(ctx, seed, y=area_only_to_else(ctx)), seeded=True
+    )
 
 
 class Combined:
@@ -530,12 +582,18 @@ def run(ctx: Context, test_texts: list[str], y_test: np.ndarray, names: list[str
             top3 = np.argsort(-proba, axis=1, kind="stable")[:, :3]
             hits.append(np.any(top3 == y_test[:, None], axis=1).astype(float))
             row = {k: m[k] for k in METRICS} | {"ms": ms, "fit_s": fit_s}
-            extra = getattr(model, "chosen_weights", None) or getattr(getattr(model, "model", None),
-                                                                        "chosen_weights", None)
+            extra = getattr(model, "chosen_weights", None) or getattr(
+                getattr(model, "model", None), "chosen_weights", None
+            )
             if getattr(model, "n_pseudo", None) is not None:
                 extra = f"{model.n_pseudo} pseudo-labelled"
-            print(f"  {name} seed {seed}: " + " ".join(f"{k}={v:.4f}" for k, v in row.items())
-                  + (f"  [{extra}]" if extra else ""), file=sys.stderr, flush=True)
+            print(
+                f"  {name} seed {seed}: "
+                + " ".join(f"{k}={v:.4f}" for k, v in row.items())
+                + (f"  [{extra}]" if extra else ""),
+                file=sys.stderr,
+                flush=True,
+            )
             per_seed.append(row)
             fitted_once = True
         results[name] = {"rows": per_seed, "hits": np.mean(hits, axis=0)}
@@ -548,8 +606,10 @@ def fmt(values: list[float], digits: int = 3) -> str:
 
 
 def report(results: dict, seeds: list[int], n_test: int) -> None:
-    print(f"\nTemporal holdout: train 2024 (ICLR + ICML), test ICLR 2025 ({n_test} abstracts); seeds "
-          f"{' '.join(map(str, seeds))}; paired bootstrap of top-3 hits vs {BASELINE}\n")
+    print(
+        f"\nTemporal holdout: train 2024 (ICLR + ICML), test ICLR 2025 ({n_test} abstracts); seeds "
+        f"{' '.join(map(str, seeds))}; paired bootstrap of top-3 hits vs {BASELINE}\n"
+    )
     print("| recipe | top-3 | top-1 | area top-1 | macro-F1 | ms/abstract | top-3 vs baseline [95% CI] |")
     print("|---|---|---|---|---|---:|---|")
     base_hits = results[BASELINE]["hits"]
@@ -577,15 +637,23 @@ def report(results: dict, seeds: list[int], n_test: int) -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="shared data folder (default: "
-                        "$PAPERTRACK_DATA_DIR, else ../shared/data relative to the repository root)")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA,
+        help="shared data folder (default: $PAPERTRACK_DATA_DIR, else ../shared/data relative to the repository root)",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[42, 7, 123])
     parser.add_argument("--only", nargs="+", choices=sorted(RECIPES), help="recipes to run (plus the baseline)")
     args = parser.parse_args(argv)
     names = [BASELINE] + [n for n in (args.only or [r for r in RECIPES if r not in SLOW]) if n != BASELINE]
     ctx, test_texts, y_test = load_context(args.data)
-    print(f"train {len(ctx.texts)}  test {len(test_texts)}  pool2025 {len(ctx.pool2025)}  recent {len(ctx.recent)}  "
-          f"labels {ctx.space.n_labels}", file=sys.stderr, flush=True)
+    print(
+        f"train {len(ctx.texts)}  test {len(test_texts)}  pool2025 {len(ctx.pool2025)}  recent {len(ctx.recent)}  "
+        f"labels {ctx.space.n_labels}",
+        file=sys.stderr,
+        flush=True,
+    )
     started = time.perf_counter()
     results = run(ctx, test_texts, y_test, names, args.seeds)
     report(results, args.seeds, len(test_texts))

@@ -41,17 +41,42 @@ def main() -> None:
 
     uri = store.configure()
     experiment = mlflow.get_experiment_by_name(settings.EXPERIMENT_NAME)
-    sweep = mlflow.search_runs([experiment.experiment_id], "tags.`papertrack.kind` = 'sweep'",
-                               order_by=["attributes.start_time DESC"], max_results=1, output_format="list")[0]
-    runs = mlflow.search_runs([experiment.experiment_id],
-                              f"tags.`mlflow.parentRunId` = '{sweep.info.run_id}'",
-                              order_by=["metrics.shift_label_top3 DESC"], output_format="list")
+    sweep = mlflow.search_runs(
+        [experiment.experiment_id],
+        "tags.`papertrack.kind` = 'sweep'",
+        order_by=["attributes.start_time DESC"],
+        max_results=1,
+        output_format="list",
+    )[0]
+    runs = mlflow.search_runs(
+        [experiment.experiment_id],
+        f"tags.`mlflow.parentRunId` = '{sweep.info.run_id}'",
+        order_by=["metrics.shift_label_top3 DESC"],
+        output_format="list",
+    )
     ids = [r.info.run_id for r in runs]
     port = free_port()
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    server = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri,
-                               "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--backend-store-uri",
+            uri,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         for _ in range(240):
@@ -62,11 +87,13 @@ def main() -> None:
                 time.sleep(0.5)
         else:
             raise SystemExit("mlflow server did not start")
-        url = (f"{base}/#/compare-runs?runs={json.dumps(ids)}"
-               f"&experiments={json.dumps([experiment.experiment_id])}")
+        url = f"{base}/#/compare-runs?runs={json.dumps(ids)}&experiments={json.dumps([experiment.experiment_id])}"
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=args.chromium, headless=True,
-                                        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            browser = p.chromium.launch(
+                executable_path=args.chromium,
+                headless=True,
+                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+            )
             page = browser.new_page(viewport={"width": args.width, "height": args.height})
             page.goto(url, wait_until="networkidle", timeout=120_000)
             page.wait_for_timeout(4000)

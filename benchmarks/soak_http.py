@@ -20,9 +20,7 @@ import time
 from pathlib import Path
 
 import psutil
-
-from bench_http import (free_port, read_response, request_bytes, run_phase, start_server, stop_server,
-                        wait_ready)
+from bench_http import free_port, read_response, request_bytes, run_phase, start_server, stop_server, wait_ready
 from shared_data import unlabeled_abstracts
 
 
@@ -125,21 +123,30 @@ def main() -> None:
             after_counts = predict_counts(metrics_dir)
             served = {pid: after_counts.get(pid, 0) - before_counts.get(pid, 0) for pid in after_counts}
             total = sum(served.values()) or 1
-            phase = {**result, "unknown_paths": unknown, "unknown_not_404": extra and extra["not_404"],
-                     "unknown_sent": extra and extra["n"],
-                     "rss_mb_start": before_rss, "rss_mb_end": rss_mb(procs),
-                     "worker_share": {pid: round(n / total, 3) for pid, n in served.items()},
-                     "metrics_bytes_start": before_metrics, "metrics_bytes_end": metrics_size(host, port),
-                     "loadavg_before": [round(x, 2) for x in load_before],
-                     "loadavg_after": [round(x, 2) for x in os.getloadavg()]}
+            phase = {
+                **result,
+                "unknown_paths": unknown,
+                "unknown_not_404": extra and extra["not_404"],
+                "unknown_sent": extra and extra["n"],
+                "rss_mb_start": before_rss,
+                "rss_mb_end": rss_mb(procs),
+                "worker_share": {pid: round(n / total, 3) for pid, n in served.items()},
+                "metrics_bytes_start": before_metrics,
+                "metrics_bytes_end": metrics_size(host, port),
+                "loadavg_before": [round(x, 2) for x in load_before],
+                "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+            }
             results["phases"].append(phase)
             growth = max((phase["rss_mb_end"][pid] / phase["rss_mb_start"][pid] - 1) for pid in phase["rss_mb_start"])
-            print(f"{'with ' + format(unknown, ',') + ' unknown paths' if unknown else 'predict only':<28} "
-                  f"{result['rps']:>7.1f} req/s  p50 {result['p50_ms']:.1f} ms  p99 {result['p99_ms']:.1f} ms "
-                  f"(p99/p50 {result['p99_ms'] / result['p50_ms']:.1f})  errors {result['failures']}  "
-                  f"shares {sorted(phase['worker_share'].values())}  RSS {phase['rss_mb_start']} -> "
-                  f"{phase['rss_mb_end']} MB (max growth {growth:+.1%})  /metrics {phase['metrics_bytes_start']:,} -> "
-                  f"{phase['metrics_bytes_end']:,} B  load {phase['loadavg_before']}", flush=True)
+            print(
+                f"{'with ' + format(unknown, ',') + ' unknown paths' if unknown else 'predict only':<28} "
+                f"{result['rps']:>7.1f} req/s  p50 {result['p50_ms']:.1f} ms  p99 {result['p99_ms']:.1f} ms "
+                f"(p99/p50 {result['p99_ms'] / result['p50_ms']:.1f})  errors {result['failures']}  "
+                f"shares {sorted(phase['worker_share'].values())}  RSS {phase['rss_mb_start']} -> "
+                f"{phase['rss_mb_end']} MB (max growth {growth:+.1%})  /metrics {phase['metrics_bytes_start']:,} -> "
+                f"{phase['metrics_bytes_end']:,} B  load {phase['loadavg_before']}",
+                flush=True,
+            )
     finally:
         stop_server(proc)
     if args.json:

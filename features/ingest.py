@@ -54,8 +54,12 @@ _SENTENCE_END = re.compile(r"[a-z]{2}[.!?](?:\s|$)")  # "works. We", not "E. Wes
 _GZIP_MAGIC = b"\x1f\x8b"
 _UTF8_BOM = b"\xef\xbb\xbf"
 # byte-order marks of the encodings people save "Unicode text" in (UTF-32 first: its LE mark starts like UTF-16's)
-_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
-              (b"\xfe\xff", "UTF-16"))
+_WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
 _HEAD_CHARS = 64 * 1024  # how much text format detection looks at
 _DETECT_BLOCKS = 6  # how many leading text blocks may hold the first label line
 _MAX_LABEL_LINE = 200
@@ -93,7 +97,7 @@ class InputLimits:
     max_record: int = 1 << 20
 
 
-_LIMITS: ContextVar[InputLimits] = ContextVar("papertrack_ingest_limits", default=InputLimits())
+_LIMITS: ContextVar[InputLimits] = ContextVar("papertrack_ingest_limits", default=InputLimits())  # noqa: B039 - frozen
 
 
 def limits() -> InputLimits:
@@ -125,16 +129,20 @@ class _LongLine(str):
 
     size: int
 
-    def __new__(cls, head: str, size: int) -> "_LongLine":
+    def __new__(cls, head: str, size: int) -> _LongLine:
         self = super().__new__(cls, head)
         self.size = size
         return self
 
 
-def _too_long_line(source: str, line: int, size: int) -> "BadRecord":
+def _too_long_line(source: str, line: int, size: int) -> BadRecord:
     cap = limits().max_line
-    return BadRecord(source, line, f"line is {size:,} bytes, over the {_size(cap)} limit of one line (not read; "
-                                   f"is the file one record per line?)", kind="too-long")
+    return BadRecord(
+        source,
+        line,
+        f"line is {size:,} bytes, over the {_size(cap)} limit of one line (not read; is the file one record per line?)",
+        kind="too-long",
+    )
 
 
 STDIN_NAME = "<stdin>"  # how rows and messages name standard input (``-``), which is read from a copy
@@ -259,8 +267,9 @@ class _Counted:
         self.count += len(data)
         if self.count > self.cap:
             hint = " (or set PAPERTRACK_MAX_INPUT_BYTES)" if self.cap == InputLimits().max_bytes else ""
-            raise IngestError(self.path, None, f"more than {_size(self.cap)} of text (once decompressed); "
-                                               f"split the file{hint}")
+            raise IngestError(
+                self.path, None, f"more than {_size(self.cap)} of text (once decompressed); split the file{hint}"
+            )
         return data
 
     def read(self, size: int = -1) -> bytes:
@@ -315,6 +324,7 @@ def _refuse_wide_encoding(path: str | PathLike, first_line: bytes) -> None:
     encoding = next((name for bom, name in _WIDE_BOMS if first_line.startswith(bom)), None)
     sample = first_line[:4096]
     if encoding is None and len(sample) >= 8:
+
         def zeros(*offsets: int, step: int) -> bool:
             picked = b"".join(sample[offset::step] for offset in offsets)
             return picked.count(0) >= 0.9 * len(picked)
@@ -326,8 +336,12 @@ def _refuse_wide_encoding(path: str | PathLike, first_line: bytes) -> None:
     if encoding is not None:
         name = display_name(path)
         converted = "converted-" + Path(name.removesuffix(".gz")).name if name != STDIN_NAME else "converted.txt"
-        raise IngestError(path, None, f"the file is {encoding} text, not UTF-8; convert it to UTF-8: iconv -f "
-                                      f"{encoding} -t UTF-8 {shlex.quote(name)} > {shlex.quote(converted)}")
+        raise IngestError(
+            path,
+            None,
+            f"the file is {encoding} text, not UTF-8; convert it to UTF-8: iconv -f "
+            f"{encoding} -t UTF-8 {shlex.quote(name)} > {shlex.quote(converted)}",
+        )
 
 
 def _decode_line(path: str | PathLike, lineno: int, data: bytes) -> str:
@@ -398,8 +412,9 @@ def _classify(path: str | PathLike, head: list[str]) -> str:
     if text.startswith("{") or ext == ".json":
         if ext == ".json" and text.startswith("{") and len([line for line in head if line.strip()]) == 1:
             return "json"  # one JSON object: a document, not JSON lines
-        if _looks_like_json_lines(text) or any(isinstance(line, _LongLine) and line.lstrip().startswith("{")
-                                                 for line in head[:1]):
+        if _looks_like_json_lines(text) or any(
+            isinstance(line, _LongLine) and line.lstrip().startswith("{") for line in head[:1]
+        ):
             return "jsonl"
         raise IngestError(path, None, "neither a JSON array nor JSON lines (one object per line)")
     if "\x00" in text:
@@ -416,7 +431,7 @@ def _looks_like_json_lines(text: str) -> bool:
 def _classify_text(head: list[str]) -> str:
     """Return "text-labeled" when one of the first blocks is a label line followed by authors, or a label
     line under comment lines (as ``papertrack suggest`` writes it, authors or not)."""
-    blocks = list(_iter_blocks(enumerate(head, start=1), comments=True))[:_DETECT_BLOCKS + 1]
+    blocks = list(_iter_blocks(enumerate(head, start=1), comments=True))[: _DETECT_BLOCKS + 1]
     for block, following in zip(blocks, blocks[1:]):
         if _is_label_line(block) and (_looks_like_authors(following.text) or block.comments):
             return "text-labeled"
@@ -460,8 +475,13 @@ def _make_record(
     if not abstract:
         return BadRecord(source, line, "empty abstract", record_id, "empty")
     if not has_content(abstract):
-        return BadRecord(source, line, "abstract has no letters or digits (only symbols, emoji or invisible "
-                                       "characters)", record_id, "empty")
+        return BadRecord(
+            source,
+            line,
+            "abstract has no letters or digits (only symbols, emoji or invisible characters)",
+            record_id,
+            "empty",
+        )
     area = subarea = None
     if labeled is not False and label is not None:
         try:
@@ -471,8 +491,19 @@ def _make_record(
     elif labeled:
         return BadRecord(source, line, missing_label, record_id)
     canonical = format_label(area, subarea) if area else None
-    return Record(record_id or make_id(abstract), abstract, title, canonical, area, subarea, source, line,
-                  authors=authors, origin=origin, suggested=canonical is not None and _same_label(guess, canonical))
+    return Record(
+        record_id or make_id(abstract),
+        abstract,
+        title,
+        canonical,
+        area,
+        subarea,
+        source,
+        line,
+        authors=authors,
+        origin=origin,
+        suggested=canonical is not None and _same_label(guess, canonical),
+    )
 
 
 def _same_label(guess: str | None, canonical: str) -> bool:
@@ -522,9 +553,7 @@ def _label_field(fields: dict[str, object], name: str) -> str | None:
     return value.strip() or None
 
 
-def record_from_mapping(
-    obj: dict, source: str, line: int, labeled: bool | None
-) -> Record | BadRecord:
+def record_from_mapping(obj: dict, source: str, line: int, labeled: bool | None) -> Record | BadRecord:
     """Turn one JSON object, CSV row or Parquet row (field names matched case-insensitively) into a record."""
     fields = {str(key).strip().lower(): value for key, value in obj.items()}
     record_id = _optional_text(fields.get("id"))
@@ -565,8 +594,10 @@ def _lone_surrogate(fields: dict[str, object]) -> str | None:
         texts = value if isinstance(value, list) else [value]
         for text in texts:
             if isinstance(text, str) and (found := _SURROGATE.search(text)):
-                return (f"field {name!r} holds the lone surrogate escape \\u{ord(found.group()):04x} (half of a "
-                        f"UTF-16 pair, not a character); fix or remove it in the input")
+                return (
+                    f"field {name!r} holds the lone surrogate escape \\u{ord(found.group()):04x} (half of a "
+                    f"UTF-16 pair, not a character); fix or remove it in the input"
+                )
     return None
 
 
@@ -583,7 +614,7 @@ def _authors_text(value: object) -> str | None:
 
 
 def _origin(fields: dict[str, object]) -> str | None:
-    """"venue year" (e.g. "ICLR 2024") when the record has both fields, else None."""
+    """ "venue year" (e.g. "ICLR 2024") when the record has both fields, else None."""
     venue, year = _optional_text(fields.get("venue")), _optional_text(fields.get("year"))
     return f"{venue} {year}" if venue and year else None
 
@@ -645,9 +676,13 @@ def _parse_json_array(path: str | PathLike, labeled: bool | None) -> Iterator[Re
     if first == "{":
         value = chars.value(1)
         keys = ", ".join(repr(k) for k in list(value)[:8]) if isinstance(value, dict) else ""
-        raise IngestError(path, 1, f"expected a JSON array of records; the file holds one JSON object (keys: "
-                                   f"{keys or 'none'}). Put the records in an array, or name the file .jsonl for "
-                                   f"one object per line")
+        raise IngestError(
+            path,
+            1,
+            f"expected a JSON array of records; the file holds one JSON object (keys: "
+            f"{keys or 'none'}). Put the records in an array, or name the file .jsonl for "
+            f"one object per line",
+        )
     if first != "[":
         value = chars.value(1)  # raises for invalid JSON
         raise IngestError(path, 1, f"expected a JSON array of records (top-level value: {_json_type(value)})")
@@ -663,9 +698,13 @@ def _parse_json_array(path: str | PathLike, labeled: bool | None) -> Iterator[Re
             except RecursionError:
                 raise IngestError(path, chars.line, f"record {index}: {_TOO_DEEP}") from None
             if isinstance(value, _TooLong):
-                yield BadRecord(source, index, f"record is {value.size:,} characters or more, over the "
-                                               f"{limits().max_record:,}-character limit of one record (not read)",
-                                kind="too-long")
+                yield BadRecord(
+                    source,
+                    index,
+                    f"record is {value.size:,} characters or more, over the "
+                    f"{limits().max_record:,}-character limit of one record (not read)",
+                    kind="too-long",
+                )
             else:
                 yield _record_from_value(value, source, index, labeled)
             separator = chars.skip_space()
@@ -702,7 +741,7 @@ def _read_text_blocks(path: str | PathLike) -> Iterator[tuple[str, int]]:
             except (OSError, EOFError, zlib.error) as exc:
                 raise IngestError(path, line, f"cannot read file: {exc}") from None
             if first:
-                _refuse_wide_encoding(path, data[:data.find(b"\n") + 1 or None])
+                _refuse_wide_encoding(path, data[: data.find(b"\n") + 1 or None])
                 data = data.removeprefix(_UTF8_BOM)
                 first = False
             try:
@@ -767,7 +806,7 @@ class _JsonChars:
         start = self.pos  # the value's start, kept in the buffer while it is scanned
         scan = start  # how far the scanner got (relative to the buffer)
         depth, in_string, dropped = 0, False, 0
-        if first not in "{[\"":  # a number or literal (or junk: raw_decode names it)
+        if first not in '{["':  # a number or literal (or junk: raw_decode names it)
             while not (found := _JSON_ATOM_END.search(self.buffer, scan)) and not self.eof:
                 scan = len(self.buffer)
                 if scan - start > self.cap:
@@ -845,12 +884,20 @@ def _parse_csv(path: str | PathLike, labeled: bool | None) -> Iterator[Record | 
         nonlocal pending
         for lineno, text in _read_lines(path):
             if isinstance(text, _LongLine):
-                raise IngestError(path, lineno, f"line is {text.size:,} bytes, over the {_size(limits().max_line)} "
-                                                f"limit of one line (a CSV file cannot be read past it)")
+                raise IngestError(
+                    path,
+                    lineno,
+                    f"line is {text.size:,} bytes, over the {_size(limits().max_line)} "
+                    f"limit of one line (a CSV file cannot be read past it)",
+                )
             pending += len(text) + 1
             if pending > cap:
-                raise IngestError(path, start, f"the record starting here is over {cap:,} characters (the limit"
-                                               f" of one record; a quote left open?)")
+                raise IngestError(
+                    path,
+                    start,
+                    f"the record starting here is over {cap:,} characters (the limit"
+                    f" of one record; a quote left open?)",
+                )
             yield text + "\n"
 
     reader = csv.reader(lines())
@@ -928,9 +975,13 @@ def _iter_blocks(lines: Iterable[tuple[int, str]], comments: bool = False) -> It
 
 
 def _too_long_block(source: str, block: _Block) -> BadRecord:
-    return BadRecord(source, block.line, f"paragraph is {block.too_long:,} characters or more, over the "
-                                         f"{limits().max_record:,}-character limit of one record (not read)",
-                     kind="too-long")
+    return BadRecord(
+        source,
+        block.line,
+        f"paragraph is {block.too_long:,} characters or more, over the "
+        f"{limits().max_record:,}-character limit of one record (not read)",
+        kind="too-long",
+    )
 
 
 def _is_label_line(block: _Block) -> bool:
@@ -951,11 +1002,7 @@ def _looks_like_authors(text: str) -> bool:
 
 def _looks_like_name(name: str) -> bool:
     words = name.split()
-    return (
-        0 < len(words) <= _MAX_AUTHOR_WORDS
-        and len(name) <= _MAX_AUTHOR_CHARS
-        and not _SENTENCE_END.search(name)
-    )
+    return 0 < len(words) <= _MAX_AUTHOR_WORDS and len(name) <= _MAX_AUTHOR_CHARS and not _SENTENCE_END.search(name)
 
 
 def _looks_like_header(text: str) -> bool:
@@ -965,9 +1012,13 @@ def _looks_like_header(text: str) -> bool:
 
 def _header_record(source: str, block: _Block) -> BadRecord:
     """The first paragraph of a text dump taken as the page's header: reported, never dropped silently."""
-    return BadRecord(source, block.line, f"first paragraph {block.text[:60]!r} taken as the dump's header and "
-                                         f"not labeled (if it is an abstract, add a header line above it)",
-                     kind="header")
+    return BadRecord(
+        source,
+        block.line,
+        f"first paragraph {block.text[:60]!r} taken as the dump's header and "
+        f"not labeled (if it is an abstract, add a header line above it)",
+        kind="header",
+    )
 
 
 def _parse_text_labeled(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
@@ -1002,24 +1053,28 @@ def _take_until_label(blocks: Iterator[_Block]) -> tuple[list[_Block], _Block | 
     return body, None
 
 
-def _labeled_text_record(
-    source: str, label: _Block, body: list[_Block], labeled: bool | None
-) -> Record | BadRecord:
+def _labeled_text_record(source: str, label: _Block, body: list[_Block], labeled: bool | None) -> Record | BadRecord:
     """The record for one label line and the blocks after it (the authors block kept apart)."""
     authors = None
     if body and _looks_like_authors(body[0].text):
         # the et-al marker ("等" or "et al.") is kept, in one spelling: "et al."
-        authors = _AUTHORS_MARKER.sub(" et al.", body[0].text) if _AUTHORS_MARKER.search(body[0].text) \
-            else body[0].text
+        authors = _AUTHORS_MARKER.sub(" et al.", body[0].text) if _AUTHORS_MARKER.search(body[0].text) else body[0].text
         body = body[1:]
     if not body:
         return BadRecord(source, label.line, f"label block {label.text!r} has no abstract")
     if too_long := next((block for block in body if block.too_long), None):
         return _too_long_block(source, too_long)
     abstract = " ".join(block.text for block in body)
-    guesses = [c[len(SUGGESTED_MARKER):].strip() for c in label.comments if c.startswith(SUGGESTED_MARKER)]
-    return _make_record(source, label.line, abstract, labeled=labeled, label=label.text, authors=authors,
-                        guess=guesses[-1] if guesses else None)
+    guesses = [c[len(SUGGESTED_MARKER) :].strip() for c in label.comments if c.startswith(SUGGESTED_MARKER)]
+    return _make_record(
+        source,
+        label.line,
+        abstract,
+        labeled=labeled,
+        label=label.text,
+        authors=authors,
+        guess=guesses[-1] if guesses else None,
+    )
 
 
 def _parse_text_unlabeled(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
@@ -1084,14 +1139,18 @@ class LoadSummary:
             report.append(f"skipped {_plural(self.headers, 'header paragraph')}")
         if self.unknown_areas:
             areas = ", ".join(f"{area!r} ({count:,})" for area, count in list(self.unknown_areas.items())[:5])
-            report.append(f"warning: {_plural(sum(self.unknown_areas.values()), 'record')} in "
-                          f"{_plural(len(self.unknown_areas), 'area')} outside the known taxonomy: {areas} "
-                          f"(check the spelling)")
+            report.append(
+                f"warning: {_plural(sum(self.unknown_areas.values()), 'record')} in "
+                f"{_plural(len(self.unknown_areas), 'area')} outside the known taxonomy: {areas} "
+                f"(check the spelling)"
+            )
         if self.suggested and self.accepted_suggested:
             report.append(f"kept {_plural(self.suggested, 'model-suggested label')} (--accept-suggested)")
         elif self.suggested:
-            report.append(f"skipped {_plural(self.suggested, 'model-suggested label')} (still the model's guess; "
-                          "--accept-suggested trains on them)")
+            report.append(
+                f"skipped {_plural(self.suggested, 'model-suggested label')} (still the model's guess; "
+                "--accept-suggested trains on them)"
+            )
         if self.label_counts:
             report.append(_plural(len(self.label_counts), "distinct label"))
         return report
@@ -1102,7 +1161,10 @@ def _plural(count: int, noun: str) -> str:
 
 
 def load_dataset(
-    paths: str | PathLike | Iterable[str | PathLike], fmt: str | None = None, *, labeled: bool = True,
+    paths: str | PathLike | Iterable[str | PathLike],
+    fmt: str | None = None,
+    *,
+    labeled: bool = True,
     accept_suggested: bool = False,
 ) -> tuple[list[Record], LoadSummary]:
     """Read training records from one or more files.
@@ -1128,8 +1190,7 @@ def load_dataset(
             if record is not None:
                 records.append(record)
     summary.kept = len(records)
-    summary.unknown_areas = dict(Counter(r.area for r in records if r.area and not is_known_area(r.area))
-                                 .most_common())
+    summary.unknown_areas = dict(Counter(r.area for r in records if r.area and not is_known_area(r.area)).most_common())
     summary.label_counts = dict(Counter(r.label for r in records if r.label is not None).most_common())
     return records, summary
 

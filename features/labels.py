@@ -22,38 +22,100 @@ log = logging.getLogger(__name__)
 AREA_SEPARATOR = " · "
 KNOWN_TAXONOMY: dict[str, tuple[str, ...]] = {
     "Applications": (
-        "Chemistry and Drug Discovery", "Computer Vision", "Everything Else", "Genetics, Cell Biology, etc",
+        "Chemistry and Drug Discovery",
+        "Computer Vision",
+        "Everything Else",
+        "Genetics, Cell Biology, etc",
         "Genetics, Cell Biology, Health, etc",  # its 2025 name (training.renames maps the old one to it)
-        "Health", "Language, Speech and Dialog", "Neuroscience, Cognitive Science", "Physics", "Robotics",
-        "Time Series"),
+        "Health",
+        "Language, Speech and Dialog",
+        "Neuroscience, Cognitive Science",
+        "Physics",
+        "Robotics",
+        "Time Series",
+    ),
     "Deep Learning": (
-        "Algorithms", "Attention Mechanisms", "Everything Else", "Generative Models and Autoencoders",
-        "Graph Neural Networks", "Large Language Models", "Other Representation Learning", "Robustness",
-        "Self-Supervised Learning", "Sequential Models, Time series", "Theory"),
+        "Algorithms",
+        "Attention Mechanisms",
+        "Everything Else",
+        "Generative Models and Autoencoders",
+        "Graph Neural Networks",
+        "Large Language Models",
+        "Other Representation Learning",
+        "Robustness",
+        "Self-Supervised Learning",
+        "Sequential Models, Time series",
+        "Theory",
+    ),
     "Miscellaneous Aspects of Machine Learning": (
-        "Causality", "Everything Else", "General Machine Learning Techniques", "Kernel methods",
-        "Online Learning, Active Learning and Bandits", "Representation Learning", "Scalable Algorithms",
-        "Sequential, Network, and Time Series Modeling", "Supervised Learning",
-        "Transfer, Multitask and Meta-learning", "Unsupervised and Semi-supervised Learning"),
+        "Causality",
+        "Everything Else",
+        "General Machine Learning Techniques",
+        "Kernel methods",
+        "Online Learning, Active Learning and Bandits",
+        "Representation Learning",
+        "Scalable Algorithms",
+        "Sequential, Network, and Time Series Modeling",
+        "Supervised Learning",
+        "Transfer, Multitask and Meta-learning",
+        "Unsupervised and Semi-supervised Learning",
+    ),
     "Optimization": (
-        "Bilevel optimization", "Convex", "Discrete and Combinatorial Optimization", "Everything Else",
-        "First-order", "Global Optimization", "Large Scale, Parallel and Distributed", "Learning for Optimization",
-        "Non-Convex", "Optimization and Learning under Uncertainty", "Sampling and Optimization", "Stochastic",
-        "Zero-order and Black-box Optimization"),
+        "Bilevel optimization",
+        "Convex",
+        "Discrete and Combinatorial Optimization",
+        "Everything Else",
+        "First-order",
+        "Global Optimization",
+        "Large Scale, Parallel and Distributed",
+        "Learning for Optimization",
+        "Non-Convex",
+        "Optimization and Learning under Uncertainty",
+        "Sampling and Optimization",
+        "Stochastic",
+        "Zero-order and Black-box Optimization",
+    ),
     "Probabilistic Methods": (
-        "Bayesian Models and Methods", "Everything Else", "Gaussian Processes", "Graphical Models",
-        "Monte Carlo and Sampling Methods", "Spectral Methods", "Structure Learning", "Variational Inference"),
+        "Bayesian Models and Methods",
+        "Everything Else",
+        "Gaussian Processes",
+        "Graphical Models",
+        "Monte Carlo and Sampling Methods",
+        "Spectral Methods",
+        "Structure Learning",
+        "Variational Inference",
+    ),
     "Reinforcement Learning": (
-        "Batch/Offline", "Deep RL", "Everything Else", "Function Approximation", "Inverse", "Multi-agent", "Online",
-        "Planning", "Policy Search"),
+        "Batch/Offline",
+        "Deep RL",
+        "Everything Else",
+        "Function Approximation",
+        "Inverse",
+        "Multi-agent",
+        "Online",
+        "Planning",
+        "Policy Search",
+    ),
     "Social Aspects": (
-        "Accountability, Transparency and Interpretability", "Everything Else",
-        "Fairness, Equity, Justice and Safety", "Privacy-preserving Statistics and Machine Learning",
-        "Trustworthy Machine Learning"),
+        "Accountability, Transparency and Interpretability",
+        "Everything Else",
+        "Fairness, Equity, Justice and Safety",
+        "Privacy-preserving Statistics and Machine Learning",
+        "Trustworthy Machine Learning",
+    ),
     "Theory": (
-        "Active Learning and Interactive Learning", "Deep Learning", "Domain Adaptation and Transfer Learning",
-        "Everything Else", "Game Theory", "Learning Theory", "Miscellaneous Aspects of Machine Learning",
-        "Online Learning and Bandits", "Optimization", "Probabilistic Methods", "Reinforcement Learning and Planning"),
+        "Active Learning and Interactive Learning",
+        "Deep Learning",
+        "Domain Adaptation and Transfer Learning",
+        "Everything Else",
+        "Game Theory",
+        "Learning Theory",
+        "Miscellaneous Aspects of Machine Learning",
+        "Online Learning and Bandits",
+        "Optimization",
+        "Probabilistic Methods",
+        "Reinforcement Learning and Planning",
+    ),
 }
 KNOWN_AREAS = tuple(KNOWN_TAXONOMY)
 SEPARATORS = ("·", "->", "→", "•", "›")  # plus " - " / " – " / " — " with spaces around
@@ -83,7 +145,8 @@ def normalise_label(text: str, warn: bool = True) -> tuple[str, str | None]:
 
     Zero-width characters and a BOM are removed and inner whitespace runs collapse to one space. A subarea
     that is not its known area's but close to one of them is logged (a warning naming the nearest known
-    track, once per label) unless ``warn`` is false. Raises ``ValueError`` for an empty label, an empty area or subarea, or several separators.
+    track, once per label) unless ``warn`` is false.
+    Raises ``ValueError`` for an empty label, an empty area or subarea, or several separators.
     """
     cleaned = clean_label_text(text)
     if not cleaned:
@@ -146,8 +209,13 @@ def _warn_unknown_subarea(area: str, subarea: str) -> None:
     _warned.add((area, subarea))
     match = _close(subarea, KNOWN_TAXONOMY[area])
     if match is not None:
-        log.warning("label %r: %r is not a subarea of %s; did you mean %r? (kept as a track of its own)",
-                    format_label(area, subarea), subarea, area, format_label(area, match))
+        log.warning(
+            "label %r: %r is not a subarea of %s; did you mean %r? (kept as a track of its own)",
+            format_label(area, subarea),
+            subarea,
+            area,
+            format_label(area, match),
+        )
 
 
 def is_known_area(area: str) -> bool:

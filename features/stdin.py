@@ -38,8 +38,10 @@ def copy_stdin(stream=None) -> Path:
     """Standard input copied to a private temporary file, removed when the process exits."""
     if stream is None:
         if sys.stdin is None or sys.stdin.isatty():
-            raise UsageError("'-' reads standard input, but it is a terminal: pipe a dump in "
-                             "(e.g. zcat dump.gz | papertrack label - -o out.jsonl)")
+            raise UsageError(
+                "'-' reads standard input, but it is a terminal: pipe a dump in "
+                "(e.g. zcat dump.gz | papertrack label - -o out.jsonl)"
+            )
         stream = sys.stdin.buffer
     folder = Path(tempfile.mkdtemp(prefix="papertrack-stdin-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
@@ -48,7 +50,9 @@ def copy_stdin(stream=None) -> Path:
         with open(path, "wb") as copy:
             shutil.copyfileobj(stream, copy, 1 << 20)
     except OSError as exc:
-        raise UsageError(f"cannot copy standard input to {path}: {exc.strerror}; set TMPDIR to a folder with "
-                         f"space, or pass the file itself") from None
+        raise UsageError(
+            f"cannot copy standard input to {path}: {exc.strerror}; set TMPDIR to a folder with "
+            f"space, or pass the file itself"
+        ) from None
     name_input(path, STDIN_NAME)
     return path

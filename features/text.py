@@ -18,20 +18,45 @@ def model_text(abstract: str, title: str | None, use_title: bool) -> str:
 
 
 FEATURE_SETTINGS = {
-    "word": dict(analyzer="word", ngram_range=(1, 1), min_df=2, max_df=0.9, sublinear_tf=True,
-                 stop_words="english", strip_accents="unicode"),
-    "word12": dict(analyzer="word", ngram_range=(1, 2), min_df=2, max_df=0.9, sublinear_tf=True,
-                   stop_words="english", strip_accents="unicode", max_features=100_000),
-    "char": dict(analyzer="char_wb", ngram_range=(3, 5), min_df=3, sublinear_tf=True,
-                 max_features=60_000, strip_accents="unicode"),
+    "word": dict(
+        analyzer="word",
+        ngram_range=(1, 1),
+        min_df=2,
+        max_df=0.9,
+        sublinear_tf=True,
+        stop_words="english",
+        strip_accents="unicode",
+    ),
+    "word12": dict(
+        analyzer="word",
+        ngram_range=(1, 2),
+        min_df=2,
+        max_df=0.9,
+        sublinear_tf=True,
+        stop_words="english",
+        strip_accents="unicode",
+        max_features=100_000,
+    ),
+    "char": dict(
+        analyzer="char_wb",
+        ngram_range=(3, 5),
+        min_df=3,
+        sublinear_tf=True,
+        max_features=60_000,
+        strip_accents="unicode",
+    ),
 }
 
 
 def tfidf(kind: str):
     """TF-IDF features: 'word', 'word12', 'char', or 'union' (word + char side by side)."""
     if kind == "union":
-        return FeatureUnion([("word", TfidfVectorizer(**FEATURE_SETTINGS["word"])),
-                             ("char", TfidfVectorizer(**FEATURE_SETTINGS["char"]))])
+        return FeatureUnion(
+            [
+                ("word", TfidfVectorizer(**FEATURE_SETTINGS["word"])),
+                ("char", TfidfVectorizer(**FEATURE_SETTINGS["char"])),
+            ]
+        )
     return TfidfVectorizer(**FEATURE_SETTINGS[kind])
 
 

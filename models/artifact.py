@@ -32,9 +32,16 @@ PREDICTOR_FILE = "predictor.joblib"
 class TrackPredictor:
     """A fitted classifier over a label space, answering ranked tracks and areas."""
 
-    def __init__(self, classifier: Any, space: LabelSpace, card: ModelCard, use_title: bool = False,
-                 training_profile: Any = None, confidence: Confidence | None = None,
-                 neighbors: NeighborIndex | None = None):
+    def __init__(
+        self,
+        classifier: Any,
+        space: LabelSpace,
+        card: ModelCard,
+        use_title: bool = False,
+        training_profile: Any = None,
+        confidence: Confidence | None = None,
+        neighbors: NeighborIndex | None = None,
+    ):
         self.classifier = classifier
         self.space = space
         self.card = card
@@ -54,8 +61,9 @@ class TrackPredictor:
         state.setdefault("neighbors", None)
         self.__dict__.update(state)
         if "card" not in state:
-            self.card = ModelCard.from_info(info or {}, self.space.n_labels, len(self.space.areas),
-                                            bool(state.get("use_title")))
+            self.card = ModelCard.from_info(
+                info or {}, self.space.n_labels, len(self.space.areas), bool(state.get("use_title"))
+            )
 
     # --- probabilities ---------------------------------------------------------------------
     def predict_proba(self, abstracts: Sequence[str], titles: Sequence[str | None] | None = None) -> np.ndarray:
@@ -102,8 +110,11 @@ class TrackPredictor:
             for j, p in zip(top_row, p_row):
                 label, area, subarea = track_names[j]
                 tracks.append(Track(label=label, area=area, subarea=subarea, probability=p))
-            results.append(Answer(tracks=tracks,
-                                  areas=[AreaScore(area=areas[j], probability=p) for j, p in zip(order_row, ap_row)]))
+            results.append(
+                Answer(
+                    tracks=tracks, areas=[AreaScore(area=areas[j], probability=p) for j, p in zip(order_row, ap_row)]
+                )
+            )
         if self.confidence is not None:
             sets, sure = self.confidence.sets(proba), self.confidence.confident(proba).tolist()
             for answer, members, is_sure in zip(results, sets, sure):
@@ -111,8 +122,9 @@ class TrackPredictor:
                 answer["confident"] = is_sure
         return results
 
-    def predict(self, abstracts: Sequence[str], titles: Sequence[str | None] | None = None,
-                top_k: int = DEFAULT_TOP_K) -> list[Answer]:
+    def predict(
+        self, abstracts: Sequence[str], titles: Sequence[str | None] | None = None, top_k: int = DEFAULT_TOP_K
+    ) -> list[Answer]:
         return self.rank(self.predict_proba(abstracts, titles), top_k)
 
     def predict_frame(self, frame: pd.DataFrame, top_k: int = DEFAULT_TOP_K) -> list[Answer]:
@@ -129,7 +141,7 @@ class TrackPredictor:
         return path
 
     @staticmethod
-    def load(path: Path) -> "TrackPredictor":
+    def load(path: Path) -> TrackPredictor:
         predictor = joblib.load(path)
         if not isinstance(predictor, TrackPredictor):
             raise TypeError(f"{path} does not hold a TrackPredictor")
@@ -176,16 +188,26 @@ class PaperTrackModel(mlflow.pyfunc.PythonModel):
 
 
 def signature() -> ModelSignature:
-    track = Object([Property("label", "string"), Property("area", "string"),
-                    Property("subarea", "string", required=False), Property("probability", "double")])
+    track = Object(
+        [
+            Property("label", "string"),
+            Property("area", "string"),
+            Property("subarea", "string", required=False),
+            Property("probability", "double"),
+        ]
+    )
     area = Object([Property("area", "string"), Property("probability", "double")])
     return ModelSignature(
         inputs=Schema([ColSpec("string", "abstract"), ColSpec("string", "title", required=False)]),
-        outputs=Schema([ColSpec(Array(track), "tracks"), ColSpec(Array(area), "areas"),
-                        ColSpec(Array("string"), "prediction_set", required=False),
-                        ColSpec("boolean", "confident", required=False)]),
-        params=ParamSchema([ParamSpec("top_k", "long", DEFAULT_TOP_K),
-                            ParamSpec("output", "string", OUTPUT_COLUMNS)]),
+        outputs=Schema(
+            [
+                ColSpec(Array(track), "tracks"),
+                ColSpec(Array(area), "areas"),
+                ColSpec(Array("string"), "prediction_set", required=False),
+                ColSpec("boolean", "confident", required=False),
+            ]
+        ),
+        params=ParamSchema([ParamSpec("top_k", "long", DEFAULT_TOP_K), ParamSpec("output", "string", OUTPUT_COLUMNS)]),
     )
 
 

@@ -65,35 +65,63 @@ class Candidate:
 def _logreg(kind: str, C: float, default: bool = True, expected_ms: float = 0.2) -> Candidate:
     params = {"C": C, "class_weight": "balanced", "max_iter": 300, **feature_params(kind)}
     return Candidate(
-        f"tfidf-{kind}-logreg", "logreg", f"tfidf-{kind}", params,
+        f"tfidf-{kind}-logreg",
+        "logreg",
+        f"tfidf-{kind}",
+        params,
         lambda n, seed: TextClassifier(
-            tfidf(kind), LogisticRegression(C=C, class_weight="balanced", max_iter=300, random_state=seed), n),
-        default=default, expected_ms=expected_ms,
+            tfidf(kind), LogisticRegression(C=C, class_weight="balanced", max_iter=300, random_state=seed), n
+        ),
+        default=default,
+        expected_ms=expected_ms,
     )
 
 
 def _svm(kind: str, C: float, default: bool = True, expected_ms: float = 0.2) -> Candidate:
     params = {"C": C, "class_weight": "balanced", **CALIBRATION, **feature_params(kind)}
     return Candidate(
-        f"tfidf-{kind}-svm", "svm", f"tfidf-{kind}", params,
-        lambda n, seed: TextClassifier(tfidf(kind), TemperatureScaled(
-            LinearSVC(C=C, class_weight="balanced", random_state=seed), random_state=seed), n),
-        default=default, expected_ms=expected_ms,
+        f"tfidf-{kind}-svm",
+        "svm",
+        f"tfidf-{kind}",
+        params,
+        lambda n, seed: TextClassifier(
+            tfidf(kind),
+            TemperatureScaled(LinearSVC(C=C, class_weight="balanced", random_state=seed), random_state=seed),
+            n,
+        ),
+        default=default,
+        expected_ms=expected_ms,
     )
 
 
 def _cnb(kind: str, alpha: float, expected_ms: float = 0.2) -> Candidate:
     params = {"alpha": alpha, **CALIBRATION, **feature_params(kind)}
-    return Candidate(f"tfidf-{kind}-cnb", "cnb", f"tfidf-{kind}", params,
-                     lambda n, seed: TextClassifier(tfidf(kind), TemperatureScaled(
-                         ComplementNB(alpha=alpha), random_state=seed), n), expected_ms=expected_ms)
+    return Candidate(
+        f"tfidf-{kind}-cnb",
+        "cnb",
+        f"tfidf-{kind}",
+        params,
+        lambda n, seed: TextClassifier(tfidf(kind), TemperatureScaled(ComplementNB(alpha=alpha), random_state=seed), n),
+        expected_ms=expected_ms,
+    )
 
 
 def _lightgbm(kind: str, components: int, default: bool = True, expected_ms: float = 0.4) -> Candidate:
     # 85 classes means 85 trees per boosting round: few shallow rounds keep a 5-fold CV near a minute
-    lgbm = dict(n_estimators=60, learning_rate=0.15, num_leaves=7, max_bin=63, min_child_samples=3,
-                subsample=0.8, subsample_freq=1, colsample_bytree=0.5, class_weight="balanced",
-                reg_lambda=1.0, verbose=-1, n_jobs=1)
+    lgbm = dict(
+        n_estimators=60,
+        learning_rate=0.15,
+        num_leaves=7,
+        max_bin=63,
+        min_child_samples=3,
+        subsample=0.8,
+        subsample_freq=1,
+        colsample_bytree=0.5,
+        class_weight="balanced",
+        reg_lambda=1.0,
+        verbose=-1,
+        n_jobs=1,
+    )
     params = {"svd_components": components, **lgbm, **feature_params(kind)}
 
     def build(n: int, seed: int) -> TextClassifier:
@@ -102,8 +130,16 @@ def _lightgbm(kind: str, components: int, default: bool = True, expected_ms: flo
         features = make_pipeline(tfidf(kind), TruncatedSVD(components, random_state=seed))
         return TextClassifier(features, LGBMClassifier(random_state=seed, **lgbm), n)
 
-    return Candidate(f"tfidf-{kind}-svd{components}-lightgbm", "lightgbm", f"tfidf-{kind}+svd", params, build,
-                     default=default, requirements=LIGHTGBM_REQUIREMENTS, expected_ms=expected_ms)
+    return Candidate(
+        f"tfidf-{kind}-svd{components}-lightgbm",
+        "lightgbm",
+        f"tfidf-{kind}+svd",
+        params,
+        build,
+        default=default,
+        requirements=LIGHTGBM_REQUIREMENTS,
+        expected_ms=expected_ms,
+    )
 
 
 class ConstantFeatures(TransformerMixin, BaseEstimator):
@@ -120,9 +156,15 @@ def majority_candidate() -> Candidate:
     """Always answers the training label frequencies: the floor every real model must clear."""
     from sklearn.dummy import DummyClassifier
 
-    return Candidate("majority-baseline", "baseline", "none", {"strategy": "prior"},
-                     lambda n, seed: TextClassifier(ConstantFeatures(), DummyClassifier(strategy="prior"), n),
-                     default=False, expected_ms=0.01)
+    return Candidate(
+        "majority-baseline",
+        "baseline",
+        "none",
+        {"strategy": "prior"},
+        lambda n, seed: TextClassifier(ConstantFeatures(), DummyClassifier(strategy="prior"), n),
+        default=False,
+        expected_ms=0.01,
+    )
 
 
 def tfidf_candidates() -> list[Candidate]:

@@ -65,18 +65,32 @@ class ModelCard:
         return {"run_id": self.run_id, "data_digest": self.data_digest, "candidate": self.candidate}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"candidate": self.candidate, "family": self.family, "data_digest": self.data_digest,
-                "run_id": self.run_id, "metrics": dict(self.metrics), "n_labels": self.n_labels,
-                "n_areas": self.n_areas, "use_title": self.use_title}
+        return {
+            "candidate": self.candidate,
+            "family": self.family,
+            "data_digest": self.data_digest,
+            "run_id": self.run_id,
+            "metrics": dict(self.metrics),
+            "n_labels": self.n_labels,
+            "n_areas": self.n_areas,
+            "use_title": self.use_title,
+        }
 
     @classmethod
-    def from_info(cls, info: Mapping[str, Any], n_labels: int = 0, n_areas: int = 0,
-                  use_title: bool = False) -> "ModelCard":
+    def from_info(
+        cls, info: Mapping[str, Any], n_labels: int = 0, n_areas: int = 0, use_title: bool = False
+    ) -> ModelCard:
         """The card of a model logged before cards existed (its ``info`` dict); missing facts are ''."""
-        return cls(candidate=str(info.get("candidate") or ""), family=str(info.get("family") or ""),
-                   data_digest=str(info.get("data_digest") or ""), run_id=str(info.get("run_id") or ""),
-                   metrics=dict(info.get("metrics") or {}), n_labels=n_labels, n_areas=n_areas,
-                   use_title=use_title)
+        return cls(
+            candidate=str(info.get("candidate") or ""),
+            family=str(info.get("family") or ""),
+            data_digest=str(info.get("data_digest") or ""),
+            run_id=str(info.get("run_id") or ""),
+            metrics=dict(info.get("metrics") or {}),
+            n_labels=n_labels,
+            n_areas=n_areas,
+            use_title=use_title,
+        )
 
     def __getstate__(self):
         return self.to_dict()

@@ -58,10 +58,16 @@ class Confidence:
 
     def metrics(self) -> dict[str, float]:
         """What training logs to MLflow (prefix ``conformal_``/``confident_``)."""
-        return {"conformal_nominal_coverage": self.coverage, "conformal_empirical_coverage": self.empirical_coverage,
-                "conformal_set_threshold": self.set_threshold, "conformal_mean_set_size": self.mean_set_size,
-                "confident_target_precision": self.target_precision, "confident_top1_threshold": self.top1_threshold,
-                "confident_share": self.confident_share, "confident_precision": self.confident_precision}
+        return {
+            "conformal_nominal_coverage": self.coverage,
+            "conformal_empirical_coverage": self.empirical_coverage,
+            "conformal_set_threshold": self.set_threshold,
+            "conformal_mean_set_size": self.mean_set_size,
+            "confident_target_precision": self.target_precision,
+            "confident_top1_threshold": self.top1_threshold,
+            "confident_share": self.confident_share,
+            "confident_precision": self.confident_precision,
+        }
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -131,8 +137,9 @@ def risk_coverage(proba: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndar
     return answered / len(y), 1.0 - np.cumsum(right[order]) / answered, top[order]
 
 
-def cross_conformal(proba: np.ndarray, y: np.ndarray, coverage: float, target: float, folds: int = EVAL_FOLDS,
-                    seed: int = 0) -> dict[str, float]:
+def cross_conformal(
+    proba: np.ndarray, y: np.ndarray, coverage: float, target: float, folds: int = EVAL_FOLDS, seed: int = 0
+) -> dict[str, float]:
     """Out-of-sample figures: each of ``folds`` parts is scored with thresholds calibrated on the others."""
     rng = np.random.default_rng(seed)
     part = rng.permutation(len(y)) % folds
@@ -147,23 +154,38 @@ def cross_conformal(proba: np.ndarray, y: np.ndarray, coverage: float, target: f
         size[test] = [len(s) for s in sets]
         sure[test] = proba[test].max(axis=1) >= top1_threshold(proba[cal], y[cal], target)
     right = proba.argmax(axis=1) == y
-    return {"empirical_coverage": float(hit.mean()), "mean_set_size": float(size.mean()),
-            "confident_share": float(sure.mean()),
-            "confident_precision": float(right[sure].mean()) if sure.any() else float("nan")}
+    return {
+        "empirical_coverage": float(hit.mean()),
+        "mean_set_size": float(size.mean()),
+        "confident_share": float(sure.mean()),
+        "confident_precision": float(right[sure].mean()) if sure.any() else float("nan"),
+    }
 
 
-def calibrate(proba: np.ndarray, y: np.ndarray, coverage: float = DEFAULT_COVERAGE,
-              target_precision: float = DEFAULT_TARGET_PRECISION, source: str = "out-of-fold",
-              seed: int = 0) -> Confidence:
+def calibrate(
+    proba: np.ndarray,
+    y: np.ndarray,
+    coverage: float = DEFAULT_COVERAGE,
+    target_precision: float = DEFAULT_TARGET_PRECISION,
+    source: str = "out-of-fold",
+    seed: int = 0,
+) -> Confidence:
     """Thresholds from held-out probabilities ``proba`` (n, n_labels) and true label indices ``y``."""
     proba = np.asarray(proba, dtype=np.float64)
     y = np.asarray(y, dtype=np.int64)
     if proba.ndim != 2 or len(proba) != len(y) or len(y) == 0:
         raise ValueError(f"need (n, n_labels) probabilities and n labels, got {proba.shape} and {y.shape}")
     if not 0 < coverage < 1 or not 0 < target_precision <= 1:
-        raise ValueError(f"coverage must be in (0, 1) and target precision in (0, 1], got {coverage}, "
-                         f"{target_precision}")
+        raise ValueError(
+            f"coverage must be in (0, 1) and target precision in (0, 1], got {coverage}, {target_precision}"
+        )
     measured = cross_conformal(proba, y, coverage, target_precision, seed=seed)
-    return Confidence(coverage=coverage, set_threshold=conformal_quantile(aps_scores(proba, y), coverage),
-                      target_precision=target_precision, top1_threshold=top1_threshold(proba, y, target_precision),
-                      n_calibration=len(y), source=source, **measured)
+    return Confidence(
+        coverage=coverage,
+        set_threshold=conformal_quantile(aps_scores(proba, y), coverage),
+        target_precision=target_precision,
+        top1_threshold=top1_threshold(proba, y, target_precision),
+        n_calibration=len(y),
+        source=source,
+        **measured,
+    )

@@ -64,9 +64,16 @@ class TrainingProfile:
         return len(self.holdout_label)
 
 
-def build_profile(texts: Sequence[str], y: np.ndarray, space, oof_proba: np.ndarray, seed: int = 0,
-                  folds: int = 5, unsure_below: float | None = None, unsure_source: str | None = None
-                  ) -> TrainingProfile:
+def build_profile(
+    texts: Sequence[str],
+    y: np.ndarray,
+    space,
+    oof_proba: np.ndarray,
+    seed: int = 0,
+    folds: int = 5,
+    unsure_below: float | None = None,
+    unsure_source: str | None = None,
+) -> TrainingProfile:
     """The profile of a training set from its model texts, encoded labels and the winner's out-of-fold
     probabilities. ``unsure_below``: the top-1 probability under which a prediction is unsure — by
     default the holdout's median; pass the confident threshold of issue 11 (``confidence.top1_threshold``,
@@ -78,7 +85,7 @@ def build_profile(texts: Sequence[str], y: np.ndarray, space, oof_proba: np.ndar
     doc_sets = [set(terms) for terms in doc_terms]
     df = Counter(term for terms in doc_sets for term in terms)
     oov = np.zeros(len(texts), dtype=np.int32)
-    for train, test in KFold(min(folds, len(texts)), shuffle=True, random_state=seed).split(np.arange(len(texts))):
+    for _train, test in KFold(min(folds, len(texts)), shuffle=True, random_state=seed).split(np.arange(len(texts))):
         fold_df = df.copy()
         fold_df.subtract(term for i in test for term in doc_sets[i])
         for i in test:
@@ -87,7 +94,8 @@ def build_profile(texts: Sequence[str], y: np.ndarray, space, oof_proba: np.ndar
     top1 = oof.max(axis=1)
     y = np.asarray(y)
     return TrainingProfile(
-        labels=tuple(space.labels), areas=tuple(space.areas),
+        labels=tuple(space.labels),
+        areas=tuple(space.areas),
         label_counts=np.bincount(y, minlength=space.n_labels).astype(np.int64),
         area_counts=np.bincount(space.label_area[y], minlength=len(space.areas)).astype(np.int64),
         vocabulary=frozenset(term for term, count in df.items() if count >= 2),
@@ -134,11 +142,18 @@ class DumpStats:
         self.area_counts = np.zeros(self.n_areas, dtype=np.int64)
 
     @classmethod
-    def for_profile(cls, profile: TrainingProfile) -> "DumpStats":
+    def for_profile(cls, profile: TrainingProfile) -> DumpStats:
         return cls(len(profile.labels), len(profile.areas))
 
-    def add(self, profile: TrainingProfile, top_labels: Sequence[str], top_probabilities: Sequence[float],
-            top_areas: Sequence[str], texts: Iterable[str] | None = None, tokenize=None) -> None:
+    def add(
+        self,
+        profile: TrainingProfile,
+        top_labels: Sequence[str],
+        top_probabilities: Sequence[float],
+        top_areas: Sequence[str],
+        texts: Iterable[str] | None = None,
+        tokenize=None,
+    ) -> None:
         """One chunk: each answer's top label, its probability and the top area; ``texts`` for the
         vocabulary share (the model texts)."""
         label_index = {label: i for i, label in enumerate(profile.labels)}
@@ -159,11 +174,18 @@ class DumpStats:
                 self.terms += len(terms)
                 self.oov_terms += sum(term not in vocabulary for term in terms)
 
-    def add_answers(self, profile: TrainingProfile, answers: Sequence[dict], texts: Iterable[str] | None = None,
-                    tokenize=None) -> None:
+    def add_answers(
+        self, profile: TrainingProfile, answers: Sequence[dict], texts: Iterable[str] | None = None, tokenize=None
+    ) -> None:
         """One chunk of :meth:`TrackPredictor.rank` answers (and their texts)."""
-        self.add(profile, [a["tracks"][0]["label"] for a in answers], [a["tracks"][0]["probability"] for a in answers],
-                 [a["areas"][0]["area"] for a in answers], texts, tokenize)
+        self.add(
+            profile,
+            [a["tracks"][0]["label"] for a in answers],
+            [a["tracks"][0]["probability"] for a in answers],
+            [a["areas"][0]["area"] for a in answers],
+            texts,
+            tokenize,
+        )
 
 
 # --------------------------------------------------------------------------- the report
@@ -190,14 +212,17 @@ def holdout_ranges(profile: TrainingProfile, size: int, resamples: int = RESAMPL
     holdout_unsure = unsure(profile.holdout_top1, profile)
     for _ in range(resamples):
         idx = rng.integers(0, profile.n, size=max(size, 1))
-        values["label_js"].append(js_distance(np.bincount(profile.holdout_label[idx], minlength=len(profile.labels)),
-                                              profile.label_counts))
-        values["area_js"].append(js_distance(np.bincount(profile.holdout_area[idx], minlength=len(profile.areas)),
-                                             profile.area_counts))
+        values["label_js"].append(
+            js_distance(np.bincount(profile.holdout_label[idx], minlength=len(profile.labels)), profile.label_counts)
+        )
+        values["area_js"].append(
+            js_distance(np.bincount(profile.holdout_area[idx], minlength=len(profile.areas)), profile.area_counts)
+        )
         values["unsure_share"].append(float(holdout_unsure[idx].mean()))
         values["oov_share"].append(_share(profile.holdout_oov[idx].sum(), profile.holdout_terms[idx].sum()))
-    return {key: {"median": float(np.median(v)), "high": float(np.quantile(v, WARN_QUANTILE))}
-            for key, v in values.items()}
+    return {
+        key: {"median": float(np.median(v)), "high": float(np.quantile(v, WARN_QUANTILE))} for key, v in values.items()
+    }
 
 
 def drift_report(stats: DumpStats, profile: TrainingProfile, seed: int = 0) -> dict:
@@ -217,21 +242,38 @@ def drift_report(stats: DumpStats, profile: TrainingProfile, seed: int = 0) -> d
         "oov_share": _share(stats.oov_terms, stats.terms),
     }
     ranges = holdout_ranges(profile, stats.n, seed=seed) if stats.n else {}
-    outside = [key for key, value in values.items()
-               if stats.n and (key != "oov_share" or stats.terms) and value > ranges[key]["high"]]
+    outside = [
+        key
+        for key, value in values.items()
+        if stats.n and (key != "oov_share" or stats.terms) and value > ranges[key]["high"]
+    ]
     report = {
         "records": stats.n,
         **{key: round(value, 4) for key, value in values.items()},
-        "holdout": {"unsure_share": round(holdout_unsure, 4),
-                    "oov_share": round(_share(profile.holdout_oov.sum(), profile.holdout_terms.sum()), 4),
-                    "records": profile.n},
+        "holdout": {
+            "unsure_share": round(holdout_unsure, 4),
+            "oov_share": round(_share(profile.holdout_oov.sum(), profile.holdout_terms.sum()), 4),
+            "records": profile.n,
+        },
         "expected_at_this_size": {key: {k: round(v, 4) for k, v in r.items()} for key, r in ranges.items()},
         "outside": outside,
-        "labels_moved_most": [{"label": profile.labels[i], "training_share": round(float(train_labels[i]), 4),
-                               "dump_share": round(float(dump_labels[i]), 4),
-                               "change": round(float(dump_labels[i] - train_labels[i]), 4)} for i in moved],
-        "areas": [{"area": area, "training_share": round(float(train_areas[i]), 4),
-                   "dump_share": round(float(dump_areas[i]), 4)} for i, area in enumerate(profile.areas)],
+        "labels_moved_most": [
+            {
+                "label": profile.labels[i],
+                "training_share": round(float(train_labels[i]), 4),
+                "dump_share": round(float(dump_labels[i]), 4),
+                "change": round(float(dump_labels[i] - train_labels[i]), 4),
+            }
+            for i in moved
+        ],
+        "areas": [
+            {
+                "area": area,
+                "training_share": round(float(train_areas[i]), 4),
+                "dump_share": round(float(dump_areas[i]), 4),
+            }
+            for i, area in enumerate(profile.areas)
+        ],
         "unsure_rule": unsure_rule(profile),
         "unknown_labels": stats.unknown,
         "warning": None,
@@ -247,33 +289,56 @@ NOTHING_TO_COMPARE = "no record to compare: every record was rejected (see the e
 def _nothing_to_compare(profile: TrainingProfile, holdout_unsure: float) -> dict:
     """The report of a dump without any accepted record: no figure (a JS of 0 would read as "identical")."""
     return {
-        "records": 0, "label_js": None, "area_js": None, "unsure_share": None, "oov_share": None,
-        "holdout": {"unsure_share": round(holdout_unsure, 4),
-                    "oov_share": round(_share(profile.holdout_oov.sum(), profile.holdout_terms.sum()), 4),
-                    "records": profile.n},
-        "expected_at_this_size": {}, "outside": [], "labels_moved_most": [], "areas": [],
-        "unsure_rule": unsure_rule(profile), "unknown_labels": 0, "warning": None, "note": NOTHING_TO_COMPARE,
+        "records": 0,
+        "label_js": None,
+        "area_js": None,
+        "unsure_share": None,
+        "oov_share": None,
+        "holdout": {
+            "unsure_share": round(holdout_unsure, 4),
+            "oov_share": round(_share(profile.holdout_oov.sum(), profile.holdout_terms.sum()), 4),
+            "records": profile.n,
+        },
+        "expected_at_this_size": {},
+        "outside": [],
+        "labels_moved_most": [],
+        "areas": [],
+        "unsure_rule": unsure_rule(profile),
+        "unknown_labels": 0,
+        "warning": None,
+        "note": NOTHING_TO_COMPARE,
     }
 
 
-_NAMES = {"label_js": "label distribution JS", "area_js": "area distribution JS", "unsure_share": "unsure share",
-          "oov_share": "out-of-vocabulary share"}
+_NAMES = {
+    "label_js": "label distribution JS",
+    "area_js": "area distribution JS",
+    "unsure_share": "unsure share",
+    "oov_share": "out-of-vocabulary share",
+}
 
 
 def warning_line(report: dict) -> str:
-    parts = [f"{_NAMES[key]} {report[key]:.2f} (holdout resamples of this size: up to "
-             f"{report['expected_at_this_size'][key]['high']:.2f})" for key in report["outside"]]
-    return ("this dump is far from the training data: " + "; ".join(parts)
-            + " — predictions may be worse than the cross-validated figures; label some of it "
-              "(papertrack suggest) and retrain")
+    parts = [
+        f"{_NAMES[key]} {report[key]:.2f} (holdout resamples of this size: up to "
+        f"{report['expected_at_this_size'][key]['high']:.2f})"
+        for key in report["outside"]
+    ]
+    return (
+        "this dump is far from the training data: "
+        + "; ".join(parts)
+        + " — predictions may be worse than the cross-validated figures; label some of it "
+        "(papertrack suggest) and retrain"
+    )
 
 
 def summary_lines(report: dict) -> list[str]:
     """The report in a few printable lines (warning last)."""
     if not report["records"]:
         return [f"drift vs training data: {NOTHING_TO_COMPARE}"]
-    moved = ", ".join(f"{m['label']} {m['training_share']:.1%}→{m['dump_share']:.1%}"
-                      for m in report["labels_moved_most"][:3])
+    moved = ", ".join(
+        f"{m['label']} {m['training_share']:.1%}→{m['dump_share']:.1%}" for m in report["labels_moved_most"][:3]
+    )
     lines = [
         f"drift vs training data ({report['records']:,} records): label JS {report['label_js']:.3f}, "
         f"area JS {report['area_js']:.3f} (holdout at this size: up to "

@@ -27,8 +27,13 @@ def needs_embeddings(candidate: Candidate) -> bool:
 
 def embedding_params(backend: str) -> dict:
     b = BACKENDS[backend]
-    return {"embedding.model": b.model, "embedding.package": b.distribution, "embedding.dim": b.dim,
-            "embedding.max_seq_length": b.max_seq_length, "embedding.normalized": True}
+    return {
+        "embedding.model": b.model,
+        "embedding.package": b.distribution,
+        "embedding.dim": b.dim,
+        "embedding.max_seq_length": b.max_seq_length,
+        "embedding.normalized": True,
+    }
 
 
 # --------------------------------------------------------------------------- k-nearest neighbours
@@ -76,30 +81,56 @@ def _emb_logreg(backend: str, C: float) -> Candidate:
     # on the unit-length embeddings as they come: standardising them was no better and 5x slower to fit
     params = {"C": C, "class_weight": "balanced", "max_iter": 1000, **embedding_params(backend)}
     return Candidate(
-        f"emb-{backend}-logreg", "logreg", f"embedding-{backend}", params,
+        f"emb-{backend}-logreg",
+        "logreg",
+        f"embedding-{backend}",
+        params,
         lambda n, seed: TextClassifier(
             EmbeddingFeatures(backend),
-            LogisticRegression(C=C, class_weight="balanced", max_iter=1000, random_state=seed), n),
-        requirements=EMBEDDING_REQUIREMENTS, expected_ms=BACKENDS[backend].ms_per_abstract,
+            LogisticRegression(C=C, class_weight="balanced", max_iter=1000, random_state=seed),
+            n,
+        ),
+        requirements=EMBEDDING_REQUIREMENTS,
+        expected_ms=BACKENDS[backend].ms_per_abstract,
     )
 
 
 def _emb_knn(backend: str, k: int, temperature: float, smoothing: float) -> Candidate:
-    params = {"k": k, "temperature": temperature, "smoothing": smoothing, "metric": "cosine",
-              **embedding_params(backend)}
+    params = {
+        "k": k,
+        "temperature": temperature,
+        "smoothing": smoothing,
+        "metric": "cosine",
+        **embedding_params(backend),
+    }
     return Candidate(
-        f"emb-{backend}-knn", "knn", f"embedding-{backend}", params,
+        f"emb-{backend}-knn",
+        "knn",
+        f"embedding-{backend}",
+        params,
         lambda n, seed: TextClassifier(EmbeddingFeatures(backend), SoftKNN(k, temperature, smoothing), n),
-        requirements=EMBEDDING_REQUIREMENTS, expected_ms=BACKENDS[backend].ms_per_abstract,
+        requirements=EMBEDDING_REQUIREMENTS,
+        expected_ms=BACKENDS[backend].ms_per_abstract,
     )
 
 
 def _emb_lightgbm(backend: str, components: int) -> Candidate:
     # Kept cheap (about 1 s per fit on 2 cores): PCA to 64 dimensions, 40 shallow rounds. With 85
     # classes, a high learning rate needs max_delta_step and reg_lambda, or rare classes diverge.
-    lgbm = dict(n_estimators=40, learning_rate=0.2, num_leaves=4, max_bin=31, min_child_samples=10,
-                subsample=0.8, subsample_freq=1, colsample_bytree=0.5, reg_lambda=1.0, max_delta_step=2.0,
-                verbose=-1, n_jobs=1)
+    lgbm = dict(
+        n_estimators=40,
+        learning_rate=0.2,
+        num_leaves=4,
+        max_bin=31,
+        min_child_samples=10,
+        subsample=0.8,
+        subsample_freq=1,
+        colsample_bytree=0.5,
+        reg_lambda=1.0,
+        max_delta_step=2.0,
+        verbose=-1,
+        n_jobs=1,
+    )
     params = {"pca_components": components, **lgbm, **embedding_params(backend)}
 
     def build(n: int, seed: int) -> TextClassifier:
@@ -108,9 +139,15 @@ def _emb_lightgbm(backend: str, components: int) -> Candidate:
         features = make_pipeline(EmbeddingFeatures(backend), PCA(components, random_state=seed))
         return TextClassifier(features, LGBMClassifier(random_state=seed, **lgbm), n)
 
-    return Candidate(f"emb-{backend}-pca{components}-lightgbm", "lightgbm", f"embedding-{backend}+pca", params,
-                     build, requirements=(*LIGHTGBM_REQUIREMENTS, *EMBEDDING_REQUIREMENTS),
-                     expected_ms=BACKENDS[backend].ms_per_abstract)
+    return Candidate(
+        f"emb-{backend}-pca{components}-lightgbm",
+        "lightgbm",
+        f"embedding-{backend}+pca",
+        params,
+        build,
+        requirements=(*LIGHTGBM_REQUIREMENTS, *EMBEDDING_REQUIREMENTS),
+        expected_ms=BACKENDS[backend].ms_per_abstract,
+    )
 
 
 def embedding_candidates() -> list[Candidate]:

@@ -83,7 +83,7 @@ class WeightedEnsemble(ClassifierMixin, BaseEstimator):
         w = normalise_weights([weight for _, _, weight in self.members])
         return {name: float(wi) for (name, _, _), wi in zip(self.members, w) if wi > 0}
 
-    def fit(self, texts: Sequence[str], y: np.ndarray) -> "WeightedEnsemble":
+    def fit(self, texts: Sequence[str], y: np.ndarray) -> WeightedEnsemble:
         if self.rule not in COMBINE_RULES:
             raise ValueError(f"unknown combination rule {self.rule!r}; known: {', '.join(COMBINE_RULES)}")
         texts = list(texts)
@@ -169,12 +169,25 @@ class WeightedEnsemble(ClassifierMixin, BaseEstimator):
 #   (nested CV: top-3 0.728, macro-F1 0.253 — below emb-minilm-logreg's 0.255); these five give
 #   0.735 / 0.263, and a refit of ~10 s instead of ~30 s. See benchmarks/embeddings.md.
 
-ENSEMBLE_TFIDF_MINILM = ("tfidf-word-logreg", "tfidf-word12-cnb", "tfidf-word-svm", "emb-minilm-logreg",
-                         "emb-minilm-knn")
+ENSEMBLE_TFIDF_MINILM = (
+    "tfidf-word-logreg",
+    "tfidf-word12-cnb",
+    "tfidf-word-svm",
+    "emb-minilm-logreg",
+    "emb-minilm-knn",
+)
 
 
-def ensemble_of(name: str, members: Sequence[Candidate], *, rule: str = "mean", steps: int = 20,
-                objective: str = "top3+f1", default: bool = True, description: str = "") -> Candidate:
+def ensemble_of(
+    name: str,
+    members: Sequence[Candidate],
+    *,
+    rule: str = "mean",
+    steps: int = 20,
+    objective: str = "top3+f1",
+    default: bool = True,
+    description: str = "",
+) -> Candidate:
     """A sweep candidate averaging the probabilities of the given member candidates.
 
     Its weights are chosen by the sweep on the members' out-of-fold probabilities (see
@@ -189,31 +202,52 @@ def ensemble_of(name: str, members: Sequence[Candidate], *, rule: str = "mean", 
     requirements = tuple(dict.fromkeys(r for m in members for r in m.requirements))
     kinds = dict.fromkeys(m.features.split("-")[0] for m in members)
     features = "ensemble(" + "+".join(kinds) + ")"
-    params = {"members": ", ".join(names), "rule": rule, "weight_search": "greedy forward selection with "
-              "replacement on members' out-of-fold probabilities", "steps": steps, "objective": objective,
-              "evaluation": "nested: weights chosen without each outer fold", **({"description": description}
-                                                                                 if description else {})}
-    return Candidate(name, "ensemble", features, params, partial(_build, members, rule), default=default,
-                     requirements=requirements, ensemble=EnsembleSpec(names, rule, steps, objective),
-                     expected_ms=_expected_ms(members))
+    params = {
+        "members": ", ".join(names),
+        "rule": rule,
+        "weight_search": "greedy forward selection with replacement on members' out-of-fold probabilities",
+        "steps": steps,
+        "objective": objective,
+        "evaluation": "nested: weights chosen without each outer fold",
+        **({"description": description} if description else {}),
+    }
+    return Candidate(
+        name,
+        "ensemble",
+        features,
+        params,
+        partial(_build, members, rule),
+        default=default,
+        requirements=requirements,
+        ensemble=EnsembleSpec(names, rule, steps, objective),
+        expected_ms=_expected_ms(members),
+    )
 
 
 def _expected_ms(members: Sequence[Candidate]) -> float:
     """Members' costs, an embedding backend counted once (members sharing it embed each abstract once)."""
     from papertrack.features.embeddings import BACKENDS
 
-    embedding = {b.name: b.ms_per_abstract for m in members for b in BACKENDS.values()
-                 if m.features.startswith(f"embedding-{b.name}")}
-    own = sum(m.expected_ms - next((ms for name, ms in embedding.items()
-                                    if m.features.startswith(f"embedding-{name}")), 0.0) for m in members)
+    embedding = {
+        b.name: b.ms_per_abstract
+        for m in members
+        for b in BACKENDS.values()
+        if m.features.startswith(f"embedding-{b.name}")
+    }
+    own = sum(
+        m.expected_ms - next((ms for name, ms in embedding.items() if m.features.startswith(f"embedding-{name}")), 0.0)
+        for m in members
+    )
     return own + sum(embedding.values())
 
 
-def _build(members: tuple[Candidate, ...], rule: str, n_labels: int, seed: int,
-           weights: Sequence[float] | None = None) -> WeightedEnsemble:
+def _build(
+    members: tuple[Candidate, ...], rule: str, n_labels: int, seed: int, weights: Sequence[float] | None = None
+) -> WeightedEnsemble:
     chosen = weights if weights is not None else [1.0] * len(members)
-    return WeightedEnsemble([(m.name, m.build(n_labels, seed), float(w)) for m, w in zip(members, chosen) if w > 0],
-                            n_labels, rule)
+    return WeightedEnsemble(
+        [(m.name, m.build(n_labels, seed), float(w)) for m, w in zip(members, chosen) if w > 0], n_labels, rule
+    )
 
 
 def with_weights(candidate: Candidate, weights: Sequence[float]) -> Candidate:
@@ -227,10 +261,18 @@ def ensemble_candidates(singles: Mapping[str, Candidate]) -> list[Candidate]:
     """The ensembles of the catalogue, over the given single candidates (by name)."""
     tfidf_singles = [c for c in singles.values() if c.default and c.family != "baseline" and not needs_embeddings(c)]
     return [
-        ensemble_of("ensemble-tfidf", tfidf_singles, rule="geometric",
-                    description="every TF-IDF single of the default sweep: needs no torch"),
-        ensemble_of("ensemble-tfidf-minilm", [singles[m] for m in ENSEMBLE_TFIDF_MINILM], rule="geometric",
-                    description="word-level TF-IDF models and MiniLM sentence-embedding models"),
+        ensemble_of(
+            "ensemble-tfidf",
+            tfidf_singles,
+            rule="geometric",
+            description="every TF-IDF single of the default sweep: needs no torch",
+        ),
+        ensemble_of(
+            "ensemble-tfidf-minilm",
+            [singles[m] for m in ENSEMBLE_TFIDF_MINILM],
+            rule="geometric",
+            description="word-level TF-IDF models and MiniLM sentence-embedding models",
+        ),
     ]
 
 

@@ -35,11 +35,11 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         self.classifier = classifier
         self.n_labels = n_labels
 
-    def fit(self, texts: Sequence[str], y: np.ndarray) -> "TextClassifier":
+    def fit(self, texts: Sequence[str], y: np.ndarray) -> TextClassifier:
         features = clone(self.features)
         return self.fit_from_features(features, features.fit_transform(texts, y), y)
 
-    def fit_from_features(self, fitted_features, matrix, y: np.ndarray) -> "TextClassifier":
+    def fit_from_features(self, fitted_features, matrix, y: np.ndarray) -> TextClassifier:
         """Fit the classifier on rows that ``fitted_features`` (already fitted, possibly shared with
         other classifiers) produced; it becomes this classifier's ``features_``."""
         self.features_ = fitted_features
@@ -65,8 +65,12 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         # A classifier pickled before the estimator rules held its fitted parts in ``features`` and
         # ``classifier``: they are its fitted parts now too (and its params, as they always were).
         if "classifier_" not in state and "classifier" in state and hasattr(state["classifier"], "classes_"):
-            state = {**state, "features_": state["features"], "classifier_": state["classifier"],
-                     "classes_": np.arange(state["n_labels"])}
+            state = {
+                **state,
+                "features_": state["features"],
+                "classifier_": state["classifier"],
+                "classes_": np.arange(state["n_labels"]),
+            }
         super().__setstate__(state)
 
 

@@ -119,8 +119,14 @@ def linear_view(model) -> _Linear | None:
     names = np.asarray(model.features_.get_feature_names_out(), dtype=object)
     if weights.shape[1] != len(names):
         return None
-    return _Linear(model.features_, weights, {int(c): i for i, c in enumerate(classes.tolist())}, names, segments,
-                   f"{what} × tf-idf value")
+    return _Linear(
+        model.features_,
+        weights,
+        {int(c): i for i, c in enumerate(classes.tolist())},
+        names,
+        segments,
+        f"{what} × tf-idf value",
+    )
 
 
 def _linear_member(classifier) -> tuple[str, float, _Linear] | None:
@@ -150,29 +156,41 @@ class Explainer:
         member = _linear_member(predictor.classifier)
         if member is not None:
             name, weight, self.linear = member
-            self.method = Method(kind="linear-member", detail=(
-                f"ensemble {candidate}: only its linear TF-IDF member {name} (weight {weight:.2f} in the "
-                f"ensemble) is explained, the other members' part of the answer is not in these terms; "
-                f"{self.linear.description}"))
+            self.method = Method(
+                kind="linear-member",
+                detail=(
+                    f"ensemble {candidate}: only its linear TF-IDF member {name} (weight {weight:.2f} in the "
+                    f"ensemble) is explained, the other members' part of the answer is not in these terms; "
+                    f"{self.linear.description}"
+                ),
+            )
             return
-        self.method = Method(kind="occlusion", detail=(
-            f"{candidate} is not linear on words: a word's weight is the drop of the track's probability when "
-            f"every occurrence of it is removed (the {MAX_OCCLUSION} most frequent content words are tried)"))
+        self.method = Method(
+            kind="occlusion",
+            detail=(
+                f"{candidate} is not linear on words: a word's weight is the drop of the track's probability when "
+                f"every occurrence of it is removed (the {MAX_OCCLUSION} most frequent content words are tried)"
+            ),
+        )
 
     def proba_and_features(self, text: str):
         """(probabilities, TF-IDF row) of one model text when the explained model is the predictor's own
         classifier: one feature transform serves both — ``TextClassifier.predict_proba`` is exactly
         ``proba_from_features(features.transform(texts))``. (None, None) otherwise."""
         classifier = self.predictor.classifier
-        if self.linear is None or not isinstance(classifier, TextClassifier) or \
-                classifier.features_ is not self.linear.features:
+        if (
+            self.linear is None
+            or not isinstance(classifier, TextClassifier)
+            or classifier.features_ is not self.linear.features
+        ):
             return None, None
         with sklearn.config_context(skip_parameter_validation=True):
             row = classifier.features_.transform([text])
             return classifier.proba_from_features(row), row
 
-    def terms(self, abstract: str, text: str, labels: list[int], n_terms: int,
-              proba: np.ndarray, title: str | None, row=None) -> list[list[Term]]:
+    def terms(
+        self, abstract: str, text: str, labels: list[int], n_terms: int, proba: np.ndarray, title: str | None, row=None
+    ) -> list[list[Term]]:
         if self.linear is not None:
             return self._linear_terms(abstract, text, labels, n_terms, row)
         return self._occlusion_terms(abstract, title, labels, n_terms, proba)
@@ -192,13 +210,22 @@ class Explainer:
                 continue
             contribution = linear.weights[linear.column[label], cols] * values
             best = np.argsort(-contribution, kind="stable")[:n_terms]
-            out.append([Term(term=str(linear.names[cols[i]]).split("__", 1)[-1], weight=round(float(contribution[i]), 5),
-                             spans=spans.of(int(cols[i])))
-                        for i in best.tolist() if contribution[i] > 0])
+            out.append(
+                [
+                    Term(
+                        term=str(linear.names[cols[i]]).split("__", 1)[-1],
+                        weight=round(float(contribution[i]), 5),
+                        spans=spans.of(int(cols[i])),
+                    )
+                    for i in best.tolist()
+                    if contribution[i] > 0
+                ]
+            )
         return out
 
-    def _occlusion_terms(self, abstract: str, title: str | None, labels: list[int], n_terms: int,
-                         proba: np.ndarray) -> list[list[Term]]:
+    def _occlusion_terms(
+        self, abstract: str, title: str | None, labels: list[int], n_terms: int, proba: np.ndarray
+    ) -> list[list[Term]]:
         words = content_words(abstract)[:MAX_OCCLUSION]
         if not words:
             return [[] for _ in labels]
@@ -208,9 +235,17 @@ class Explainer:
         for label in labels:
             drop = proba[label] - occluded[:, label]
             best = np.argsort(-drop, kind="stable")[:n_terms]
-            out.append([Term(term=words[i], weight=round(float(drop[i]), 5),
-                             spans=word_spans(abstract, [words[i]], str.lower))
-                        for i in best.tolist() if drop[i] > 0])
+            out.append(
+                [
+                    Term(
+                        term=words[i],
+                        weight=round(float(drop[i]), 5),
+                        spans=word_spans(abstract, [words[i]], str.lower),
+                    )
+                    for i in best.tolist()
+                    if drop[i] > 0
+                ]
+            )
         return out
 
 
@@ -227,7 +262,9 @@ class _Spans:
         term = str(self.linear.names[column]).split("__", 1)[-1]
         if vectorizer.analyzer != "word":  # a character n-gram: where it occurs
             needle = term.strip().lower()
-            return [[m.start(), m.end()] for m in re.finditer(re.escape(needle), self.abstract.lower())] if needle else []
+            return (
+                [[m.start(), m.end()] for m in re.finditer(re.escape(needle), self.abstract.lower())] if needle else []
+            )
         tokens = self._tokens.get(start)
         if tokens is None:
             preprocess = vectorizer.build_preprocessor()
@@ -245,8 +282,11 @@ def word_spans(abstract: str, words: list[str], preprocess) -> list[list[int]]:
 
 def content_words(abstract: str) -> list[str]:
     """The abstract's distinct lower-cased words that are not stop words, most frequent first."""
-    counts = Counter(w for w in (m.group().lower() for m in _WORD.finditer(abstract))
-                     if w not in ENGLISH_STOP_WORDS and not w.isdigit())
+    counts = Counter(
+        w
+        for w in (m.group().lower() for m in _WORD.finditer(abstract))
+        if w not in ENGLISH_STOP_WORDS and not w.isdigit()
+    )
     return [w for w, _ in counts.most_common()]
 
 
@@ -254,7 +294,7 @@ def _without(abstract: str, word: str) -> str:
     return " ".join(re.sub(rf"(?iu)\b{re.escape(word)}\b", " ", abstract).split())
 
 
-_EXPLAINERS: "weakref.WeakKeyDictionary[Any, Explainer]" = weakref.WeakKeyDictionary()
+_EXPLAINERS: weakref.WeakKeyDictionary[Any, Explainer] = weakref.WeakKeyDictionary()
 
 
 def explainer_for(predictor) -> Explainer:
@@ -264,8 +304,14 @@ def explainer_for(predictor) -> Explainer:
     return explainer
 
 
-def explain(predictor, abstract: str, title: str | None = None, top_k: int = 3, n_terms: int = DEFAULT_TERMS,
-            n_neighbors: int = DEFAULT_NEIGHBORS) -> Explanation:
+def explain(
+    predictor,
+    abstract: str,
+    title: str | None = None,
+    top_k: int = 3,
+    n_terms: int = DEFAULT_TERMS,
+    n_neighbors: int = DEFAULT_NEIGHBORS,
+) -> Explanation:
     """The predictor's answer for one abstract, the terms behind each of its ``top_k`` tracks, and the
     ``n_neighbors`` most similar labeled training abstracts (none when the artifact has no index)."""
     from papertrack.features.text import model_text
@@ -280,7 +326,9 @@ def explain(predictor, abstract: str, title: str | None = None, top_k: int = 3, 
     labels = [label_index[t["label"]] for t in answer["tracks"]]
     terms = explainer.terms(abstract, text, labels, n_terms, proba[0], title, row)
     index = getattr(predictor, "neighbors", None)
-    return Explanation(**answer, method=explainer.method,
-                       explanations=[TrackExplanation(label=t["label"], terms=ts)
-                                     for t, ts in zip(answer["tracks"], terms)],
-                       neighbors=index.query(abstract, n_neighbors) if index is not None and n_neighbors else [])
+    return Explanation(
+        **answer,
+        method=explainer.method,
+        explanations=[TrackExplanation(label=t["label"], terms=ts) for t, ts in zip(answer["tracks"], terms)],
+        neighbors=index.query(abstract, n_neighbors) if index is not None and n_neighbors else [],
+    )

@@ -24,7 +24,7 @@ class LabelSpace:
     subareas: tuple[str | None, ...] = field(repr=False)
 
     @classmethod
-    def from_labels(cls, labels: Iterable[str]) -> "LabelSpace":
+    def from_labels(cls, labels: Iterable[str]) -> LabelSpace:
         ordered = tuple(sorted(set(labels)))
         if not ordered:
             raise UsageError("no labels: the training data has no labeled record")

@@ -31,8 +31,15 @@ class Neighbor(TypedDict):
 
 
 class NeighborIndex:
-    def __init__(self, vectorizer: TfidfVectorizer, matrix: sp.csr_matrix, ids: Sequence[str],
-                 titles: Sequence[str | None], labels: Sequence[str], snippets: Sequence[str]):
+    def __init__(
+        self,
+        vectorizer: TfidfVectorizer,
+        matrix: sp.csr_matrix,
+        ids: Sequence[str],
+        titles: Sequence[str | None],
+        labels: Sequence[str],
+        snippets: Sequence[str],
+    ):
         self.vectorizer = vectorizer
         self.by_term = matrix.T.tocsr()  # (terms, abstracts): a query adds up the rows of its terms
         self.ids, self.titles, self.labels, self.snippets = list(ids), list(titles), list(labels), list(snippets)
@@ -41,13 +48,25 @@ class NeighborIndex:
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}  # not the built analyzer
 
     @classmethod
-    def build(cls, abstracts: Sequence[str], ids: Sequence[str], titles: Sequence[str | None],
-              labels: Sequence[str], max_terms: int = MAX_TERMS) -> "NeighborIndex":
+    def build(
+        cls,
+        abstracts: Sequence[str],
+        ids: Sequence[str],
+        titles: Sequence[str | None],
+        labels: Sequence[str],
+        max_terms: int = MAX_TERMS,
+    ) -> NeighborIndex:
         if not (len(abstracts) == len(ids) == len(titles) == len(labels)) or not abstracts:
             raise ValueError("the neighbour index needs the same positive number of abstracts, ids, titles, labels")
-        vectorizer = TfidfVectorizer(analyzer="word", min_df=2 if len(abstracts) >= 50 else 1, max_df=0.5,
-                                     sublinear_tf=True, stop_words="english", strip_accents="unicode",
-                                     dtype=np.float32)
+        vectorizer = TfidfVectorizer(
+            analyzer="word",
+            min_df=2 if len(abstracts) >= 50 else 1,
+            max_df=0.5,
+            sublinear_tf=True,
+            stop_words="english",
+            strip_accents="unicode",
+            dtype=np.float32,
+        )
         matrix = _prune(vectorizer.fit_transform(abstracts).tocsr(), max_terms)
         snippets = [_snippet(a) for a in abstracts]
         return cls(vectorizer, matrix, ids, titles, labels, snippets)
@@ -79,8 +98,9 @@ class NeighborIndex:
         if not counts:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         columns = np.fromiter(counts, dtype=np.int64, count=len(counts))
-        values = (1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))) \
-            * self.vectorizer.idf_[columns]
+        values = (
+            1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))
+        ) * self.vectorizer.idf_[columns]
         return columns, values / np.linalg.norm(values)
 
     def query(self, text: str, k: int = DEFAULT_NEIGHBORS) -> list[Neighbor]:
@@ -92,9 +112,17 @@ class NeighborIndex:
             return []
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [Neighbor(id=self.ids[i], title=self.titles[i], label=self.labels[i],
-                         similarity=round(float(scores[i]), 4), snippet=self.snippets[i])
-                for i in top.tolist() if scores[i] > 0]
+        return [
+            Neighbor(
+                id=self.ids[i],
+                title=self.titles[i],
+                label=self.labels[i],
+                similarity=round(float(scores[i]), 4),
+                snippet=self.snippets[i],
+            )
+            for i in top.tolist()
+            if scores[i] > 0
+        ]
 
 
 def _prune(matrix: sp.csr_matrix, max_terms: int) -> sp.csr_matrix:
@@ -109,8 +137,9 @@ def _prune(matrix: sp.csr_matrix, max_terms: int) -> sp.csr_matrix:
         rows.append(np.full(len(data), i))
         cols.append(idx)
         vals.append(data)
-    pruned = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                           shape=matrix.shape, dtype=np.float32)
+    pruned = sp.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=matrix.shape, dtype=np.float32
+    )
     return normalize(pruned, copy=False).astype(np.float32)
 
 

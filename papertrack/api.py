@@ -29,7 +29,7 @@ DEFAULT_MODEL = f"models:/{settings.MODEL_NAME}@{settings.CHAMPION}"
 FRAME_COLUMNS = ("track", "probability", "top_k", "area", "area_probability", "confident", "prediction_set")
 
 
-def load(model_uri: str | None = None) -> "Predictor":
+def load(model_uri: str | None = None) -> Predictor:
     """The model at ``model_uri`` (an MLflow model URI; default the registered champion,
     ``models:/papertrack@champion``), from papertrack's store. Raises
     :class:`~papertrack.errors.NoModelError` saying what to do when there is none."""
@@ -45,15 +45,18 @@ def load(model_uri: str | None = None) -> "Predictor":
     try:
         predictor, _ = load_predictor(uri)
     except MlflowException as exc:
-        raise NoModelError(load_failure(uri, tracking_uri, exc).replace("--model ", "model_uri=")
-                           .replace("pass --model", "pass model_uri")) from None
+        raise NoModelError(
+            load_failure(uri, tracking_uri, exc)
+            .replace("--model ", "model_uri=")
+            .replace("pass --model", "pass model_uri")
+        ) from None
     return Predictor(predictor, uri)
 
 
 class Predictor:
     """A loaded papertrack model. ``texts`` may be one abstract (a str) or several (any sequence of str)."""
 
-    def __init__(self, predictor: "TrackPredictor", model_uri: str):
+    def __init__(self, predictor: TrackPredictor, model_uri: str):
         self.predictor = predictor
         self.model_uri = model_uri
 
@@ -70,16 +73,18 @@ class Predictor:
         """The model card: candidate, run id, data digest, metrics."""
         return self.predictor.card
 
-    def predict(self, texts: str | Iterable[str], top_k: int = 3,
-                titles: Sequence[str | None] | None = None) -> list[dict[str, Any]]:
+    def predict(
+        self, texts: str | Iterable[str], top_k: int = 3, titles: Sequence[str | None] | None = None
+    ) -> list[dict[str, Any]]:
         """One answer per abstract, in order: ``{"tracks": [{"label", "area", "subarea", "probability"}, ...top_k],
         "areas": [{"area", "probability"}, ...every area], "prediction_set": [...], "confident": bool}`` — what
         ``POST /predict`` answers (without ``model``). An empty abstract raises ``ValueError``."""
         abstracts = _texts(texts)
         return [dict(answer) for answer in self.predictor.predict(abstracts, titles, top_k)]
 
-    def predict_frame(self, texts: "str | Iterable[str] | pd.Series", top_k: int = 3,
-                      titles: Sequence[str | None] | None = None) -> "pd.DataFrame":
+    def predict_frame(
+        self, texts: str | Iterable[str] | pd.Series, top_k: int = 3, titles: Sequence[str | None] | None = None
+    ) -> pd.DataFrame:
         """One row per abstract (the index of a Series is kept): ``track`` and ``probability`` (the top one),
         ``top_k`` ("label (p); label (p); ..."), ``area`` and ``area_probability`` (the top area),
         ``confident`` and ``prediction_set`` (a list; None for a model without calibration)."""
@@ -90,16 +95,22 @@ class Predictor:
         rows = []
         for answer in answers:
             top, area = answer["tracks"][0], answer["areas"][0]
-            rows.append({
-                "track": top["label"], "probability": top["probability"],
-                "top_k": "; ".join(f"{t['label']} ({t['probability']:.3f})" for t in answer["tracks"]),
-                "area": area["area"], "area_probability": area["probability"],
-                "confident": answer.get("confident"), "prediction_set": answer.get("prediction_set"),
-            })
+            rows.append(
+                {
+                    "track": top["label"],
+                    "probability": top["probability"],
+                    "top_k": "; ".join(f"{t['label']} ({t['probability']:.3f})" for t in answer["tracks"]),
+                    "area": area["area"],
+                    "area_probability": area["probability"],
+                    "confident": answer.get("confident"),
+                    "prediction_set": answer.get("prediction_set"),
+                }
+            )
         return pd.DataFrame(rows, columns=list(FRAME_COLUMNS), index=index)
 
-    def explain(self, text: str, title: str | None = None, top_k: int = 3, terms: int = 10,
-                neighbors: int = 5) -> dict[str, Any]:
+    def explain(
+        self, text: str, title: str | None = None, top_k: int = 3, terms: int = 10, neighbors: int = 5
+    ) -> dict[str, Any]:
         """Why: the answer for one abstract, the terms that pushed each of its ``top_k`` tracks up (with their
         character spans), how they were found (``method``: exact-linear, linear-member — only an ensemble's linear
         TF-IDF member is explained — or occlusion) and the ``neighbors`` most similar labeled training abstracts.

@@ -26,7 +26,6 @@ from papertrack.errors import NoModelError, PapertrackError
 from papertrack.serving import commands as serving_commands
 from papertrack.training import commands as training_commands
 
-
 # Environment that keeps libraries quiet unless --verbose (read by the libraries when they start or at each call;
 # also inherited by the processes a command starts: the server, spark-submit, pip/bentoml in build).
 QUIET_ENV = {
@@ -36,8 +35,17 @@ QUIET_ENV = {
     "TRANSFORMERS_VERBOSITY": "error",
     "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
 }
-QUIET_LOGGERS = ("mlflow", "alembic", "bentoml", "sentence_transformers", "transformers", "urllib3", "httpx",
-                 "py4j", "matplotlib")
+QUIET_LOGGERS = (
+    "mlflow",
+    "alembic",
+    "bentoml",
+    "sentence_transformers",
+    "transformers",
+    "urllib3",
+    "httpx",
+    "py4j",
+    "matplotlib",
+)
 # Known notices with nothing for a papertrack user to do (papertrack logs its own models on purpose this way).
 NOISY_MESSAGES = (
     "Passing a Python object as `python_model`",  # MLflow: the pyfunc is saved with cloudpickle
@@ -116,8 +124,16 @@ def _escape(text: str) -> str:
 
 # --- help text: plain, readable at 80 columns ------------------------------------------------------------------
 
-_PLAIN_TYPES = {"path": "PATH", "str": "TEXT", "int": "INTEGER", "int range": "INTEGER", "float": "NUMBER",
-                "float range": "NUMBER", "datetime": "DATE", "bool": "BOOLEAN"}
+_PLAIN_TYPES = {
+    "path": "PATH",
+    "str": "TEXT",
+    "int": "INTEGER",
+    "int range": "INTEGER",
+    "float": "NUMBER",
+    "float range": "NUMBER",
+    "datetime": "DATE",
+    "bool": "BOOLEAN",
+}
 
 
 def _plain_type(display: str | None) -> str | None:
@@ -194,8 +210,14 @@ class _Commands(TyperGroup):
             raise typer.Exit(1 if isinstance(exc, NoModelError) else 2) from None
 
 
-app = typer.Typer(name="papertrack", cls=_Commands, no_args_is_help=True, add_completion=False,
-                  rich_markup_mode=None, help="Tell which conference track (Area · Subarea) an ML paper belongs to, from its abstract.")
+app = typer.Typer(
+    name="papertrack",
+    cls=_Commands,
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    help="Tell which conference track (Area · Subarea) an ML paper belongs to, from its abstract.",
+)
 
 
 def _version(value: bool) -> None:
@@ -207,12 +229,19 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _options(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                          help="Print papertrack's version and exit."),
-             verbose: bool = typer.Option(False, "--verbose", "-v",
-                                          help="Show the libraries' logs, warnings and progress bars (MLflow, "
-                                               "BentoML, sentence-transformers); by default only papertrack's "
-                                               "own output and the libraries' errors.")) -> None:
+def _options(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print papertrack's version and exit."
+    ),
+    verbose: bool = typer.Option(
+        False,
+        "--verbose",
+        "-v",
+        help="Show the libraries' logs, warnings and progress bars (MLflow, "
+        "BentoML, sentence-transformers); by default only papertrack's "
+        "own output and the libraries' errors.",
+    ),
+) -> None:
     quiet_libraries(verbose)
 
 

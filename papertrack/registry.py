@@ -3,7 +3,8 @@
 A new winner becomes ``champion`` only when it beats the current champion's primary metric
 measured on the same data digest: label top-3 on the temporal holdout (``temporal_label_top3``: trained
 on the earlier years, tested on the latest; macro-F1 on it breaking ties); with one year, on the shift
-holdout (``shift_label_top3``, leave one source out); with one source, the cross-validated label top-3. Otherwise it is registered as ``challenger`` and the reason is given. When the
+holdout (``shift_label_top3``, leave one source out); with one source, the cross-validated label top-3.
+Otherwise it is registered as ``challenger`` and the reason is given. When the
 data digest differs from the champion's, the new winner is promoted and the change of data is
 recorded on the new version. Training passes its cost rule as a ``challenge`` that decides first when
 one of the two costs much more than the other (``papertrack.training.promotion``).
@@ -29,8 +30,11 @@ TIEBREAK_METRIC = "shift_label_macro_f1"
 CV_PRIMARY_METRIC = "label_top3"  # the primary metric when the data has one source (no shift holdout)
 CV_TIEBREAK_METRIC = "label_macro_f1"
 # (primary, tie-breaker) in order of preference: the first pair every compared metrics dict has is used
-RANKINGS = ((TEMPORAL_PRIMARY_METRIC, TEMPORAL_TIEBREAK_METRIC), (PRIMARY_METRIC, TIEBREAK_METRIC),
-            (CV_PRIMARY_METRIC, CV_TIEBREAK_METRIC))
+RANKINGS = (
+    (TEMPORAL_PRIMARY_METRIC, TEMPORAL_TIEBREAK_METRIC),
+    (PRIMARY_METRIC, TIEBREAK_METRIC),
+    (CV_PRIMARY_METRIC, CV_TIEBREAK_METRIC),
+)
 TIEBREAK_OF = dict(RANKINGS)
 # model-version tags that describe the version; every other tag with a numeric value is a metric
 INFO_TAGS = ("data_digest", "candidate", "run_id", "gate", "data_change")
@@ -108,17 +112,26 @@ def gate(new_metrics: dict[str, float], new_digest: str, champion) -> tuple[bool
     primary, tiebreak = ranking_metrics(new_metrics, old)
     new_key = (round(new_metrics[primary], 6), round(new_metrics[tiebreak], 6))
     old_key = (round(old[primary], 6), round(old[tiebreak], 6))
-    summary = (f"{primary} {new_metrics[primary]:.4f} vs champion v{champion.version} "
-               f"{old[primary]:.4f} ({tiebreak} {new_metrics[tiebreak]:.4f} vs "
-               f"{old[tiebreak]:.4f}) on the same data")
+    summary = (
+        f"{primary} {new_metrics[primary]:.4f} vs champion v{champion.version} "
+        f"{old[primary]:.4f} ({tiebreak} {new_metrics[tiebreak]:.4f} vs "
+        f"{old[tiebreak]:.4f}) on the same data"
+    )
     if new_key > old_key:
         return True, "beats the champion: " + summary
     return False, "does not beat the champion: " + summary
 
 
-def register(model_uri: str, run_id: str, metrics: dict[str, float], digest: str, candidate: str,
-             name: str = MODEL_NAME, decision_tags: dict[str, str] | None = None,
-             challenge: Callable[[Any], tuple[bool, str] | None] | None = None) -> Decision:
+def register(
+    model_uri: str,
+    run_id: str,
+    metrics: dict[str, float],
+    digest: str,
+    candidate: str,
+    name: str = MODEL_NAME,
+    decision_tags: dict[str, str] | None = None,
+    challenge: Callable[[Any], tuple[bool, str] | None] | None = None,
+) -> Decision:
     """Register the model version and give it the champion or challenger alias. ``decision_tags``
     (keys starting with ``champion_rule``) record why this candidate won its sweep. ``challenge(champion)``,
     when given, decides against the current champion first (training's cost rule); when it returns None,
@@ -132,8 +145,12 @@ def register(model_uri: str, run_id: str, metrics: dict[str, float], digest: str
     """
     version = mlflow.register_model(model_uri, name)
     c = client()
-    tags = {"data_digest": digest, "candidate": candidate, "run_id": run_id,
-            **{k: f"{v:.6f}" for k, v in metrics.items()}}
+    tags = {
+        "data_digest": digest,
+        "candidate": candidate,
+        "run_id": run_id,
+        **{k: f"{v:.6f}" for k, v in metrics.items()},
+    }
     for key, value in (decision_tags or {}).items():
         if not key.startswith(DECISION_TAG_PREFIX):
             raise ValueError(f"decision tag {key!r} must start with {DECISION_TAG_PREFIX!r}")
@@ -147,8 +164,12 @@ def register(model_uri: str, run_id: str, metrics: dict[str, float], digest: str
     if waited:
         reason += f" ({waited})"
     if champion is not None and champion.tags.get("data_digest") != digest:
-        c.set_model_version_tag(name, version.version, "data_change",
-                                f"{champion.tags.get('data_digest')} -> {digest} (previous champion v{champion.version})")
+        c.set_model_version_tag(
+            name,
+            version.version,
+            "data_change",
+            f"{champion.tags.get('data_digest')} -> {digest} (previous champion v{champion.version})",
+        )
     alias = CHAMPION if promote else CHALLENGER
     c.set_registered_model_alias(name, alias, version.version)
     # the gate tag comes last: it tells later registrations that this one's alias is set
@@ -167,9 +188,11 @@ def _wait_for_earlier(c, name: str, version, timeout: float = SETTLE_TIMEOUT, po
     since = (version.creation_timestamp or 0) - IN_FLIGHT_SECONDS * 1000
     deadline = time.monotonic() + timeout
     while True:
-        pending = sorted(int(v.version) for v in c.search_model_versions(f"name='{name}'")
-                         if int(v.version) < mine and "gate" not in (v.tags or {})
-                         and (v.creation_timestamp or 0) >= since)
+        pending = sorted(
+            int(v.version)
+            for v in c.search_model_versions(f"name='{name}'")
+            if int(v.version) < mine and "gate" not in (v.tags or {}) and (v.creation_timestamp or 0) >= since
+        )
         if not pending:
             return ""
         if time.monotonic() >= deadline:

@@ -79,6 +79,7 @@ def _int(name: str, value: str | None, default: int | None) -> int | None:
         return int(value)
     except ValueError:
         from papertrack.errors import UsageError
+
         raise UsageError(f"{name} must be a whole number, got {value!r}") from None
 
 

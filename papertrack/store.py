@@ -73,8 +73,10 @@ def configure() -> str:
 
 
 def _not_writable(path, why: str | None) -> str:
-    return (f"cannot write the papertrack store at {path} ({why or 'permission denied'}); make PAPERTRACK_HOME a "
-            f"folder you can write (e.g. export PAPERTRACK_HOME=~/.papertrack) or fix its permissions")
+    return (
+        f"cannot write the papertrack store at {path} ({why or 'permission denied'}); make PAPERTRACK_HOME a "
+        f"folder you can write (e.g. export PAPERTRACK_HOME=~/.papertrack) or fix its permissions"
+    )
 
 
 @contextmanager
@@ -111,11 +113,16 @@ def check_tracking_server(uri: str, timeout: float = PROBE_TIMEOUT) -> None:
 
     where = f"cannot reach the tracking server at {uri}"
     try:
-        response = httpx.get(uri.rstrip("/") + "/api/2.0/mlflow/experiments/get-by-name",
-                             params={"experiment_name": settings.EXPERIMENT_NAME}, timeout=timeout)
+        response = httpx.get(
+            uri.rstrip("/") + "/api/2.0/mlflow/experiments/get-by-name",
+            params={"experiment_name": settings.EXPERIMENT_NAME},
+            timeout=timeout,
+        )
     except httpx.HTTPError as exc:
-        raise TrackingServerUnreachable(f"{where} ({type(exc).__name__}: {exc or 'no answer'}). Start it "
-                                        f"(`papertrack tracking-server`) or fix MLFLOW_TRACKING_URI.") from None
+        raise TrackingServerUnreachable(
+            f"{where} ({type(exc).__name__}: {exc or 'no answer'}). Start it "
+            f"(`papertrack tracking-server`) or fix MLFLOW_TRACKING_URI."
+        ) from None
     if response.status_code == 200 or (response.status_code == 404 and "RESOURCE_DOES_NOT_EXIST" in response.text):
         return
     detail = _server_error(response)

@@ -58,8 +58,9 @@ def check_database(uri: str, timeout: int = CONNECT_TIMEOUT) -> None:
         try:
             import psycopg  # noqa: F401
         except ImportError:
-            raise UsageError("the PostgreSQL driver is not installed: pip install 'papertrack[team]' "
-                             "(psycopg[binary])") from None
+            raise UsageError(
+                "the PostgreSQL driver is not installed: pip install 'papertrack[team]' (psycopg[binary])"
+            ) from None
     connect_args = {"connect_timeout": timeout} if uri.startswith("postgresql") else {}
     try:
         engine = sqlalchemy.create_engine(driver_uri(uri), connect_args=connect_args)
@@ -76,10 +77,23 @@ def check_database(uri: str, timeout: int = CONNECT_TIMEOUT) -> None:
 
 
 def server_command(backend_store_uri: str, artifacts: Path, host: str, port: int, workers: int) -> list[str]:
-    return [sys.executable, "-m", "mlflow", "server",
-            "--backend-store-uri", driver_uri(backend_store_uri),
-            "--serve-artifacts", "--artifacts-destination", artifacts.resolve().as_uri(),
-            "--host", host, "--port", str(port), "--workers", str(workers)]
+    return [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--backend-store-uri",
+        driver_uri(backend_store_uri),
+        "--serve-artifacts",
+        "--artifacts-destination",
+        artifacts.resolve().as_uri(),
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+    ]
 
 
 def server_env() -> dict[str, str]:
@@ -88,14 +102,27 @@ def server_env() -> dict[str, str]:
 
 
 def tracking_server(
-    backend_store_uri: Annotated[str, typer.Option(
-        help="Database of runs, metrics and the registry, e.g. postgresql://mlflow@127.0.0.1:5432/mlflow "
-             "(PostgreSQL needs the [team] extra).")],
-    artifacts: Annotated[Path, typer.Option(
-        help="Folder (on the server's machine) where the server keeps models and plots; clients reach them "
-             "through the server.")],
-    host: Annotated[str, typer.Option(help="Interface to bind (loopback by default; a team on other "
-                                           "machines needs e.g. 0.0.0.0 behind a firewall).")] = "127.0.0.1",
+    backend_store_uri: Annotated[
+        str,
+        typer.Option(
+            help="Database of runs, metrics and the registry, e.g. postgresql://mlflow@127.0.0.1:5432/mlflow "
+            "(PostgreSQL needs the [team] extra)."
+        ),
+    ],
+    artifacts: Annotated[
+        Path,
+        typer.Option(
+            help="Folder (on the server's machine) where the server keeps models and plots; clients reach them "
+            "through the server."
+        ),
+    ],
+    host: Annotated[
+        str,
+        typer.Option(
+            help="Interface to bind (loopback by default; a team on other "
+            "machines needs e.g. 0.0.0.0 behind a firewall)."
+        ),
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", "-p", min=1, max=65535)] = DEFAULT_PORT,
     workers: Annotated[int, typer.Option(min=1, max=64, help="Server worker processes.")] = 1,
 ) -> None:
@@ -103,9 +130,14 @@ def tracking_server(
     check_database(backend_store_uri)
     artifacts.mkdir(parents=True, exist_ok=True)
     command = server_command(backend_store_uri, artifacts, host, port, workers)
-    Console().print(f"MLflow tracking server on http://{host}:{port} — backend {hide_password(backend_store_uri)}, "
-                    f"artifacts in {artifacts.resolve()}. Point papertrack at it with "
-                    f"MLFLOW_TRACKING_URI=http://{host}:{port}", soft_wrap=True, markup=False, highlight=False)
+    Console().print(
+        f"MLflow tracking server on http://{host}:{port} — backend {hide_password(backend_store_uri)}, "
+        f"artifacts in {artifacts.resolve()}. Point papertrack at it with "
+        f"MLFLOW_TRACKING_URI=http://{host}:{port}",
+        soft_wrap=True,
+        markup=False,
+        highlight=False,
+    )
     sys.stdout.flush()
     os.execve(sys.executable, command, server_env())  # the server takes over this process (and its PID)
 

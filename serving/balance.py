@@ -19,8 +19,13 @@ _MAX_TRACKED = 4096  # connections remembered at once (entries of closed connect
 
 
 class ConnectionRecycler:
-    def __init__(self, app, every: int = RECONNECT_EVERY, max_age: float = MAX_AGE_SECONDS,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        app,
+        every: int = RECONNECT_EVERY,
+        max_age: float = MAX_AGE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.app = app
         self.every, self.max_age, self.clock = every, max_age, clock
         self.served: dict[tuple, tuple[int, float]] = {}  # connection -> (requests, first request's time)

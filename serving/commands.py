@@ -8,12 +8,19 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import (BarColumn, Progress, ProgressColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.text import Text
 
 from papertrack import settings
@@ -48,8 +55,15 @@ def _champion_or_exit(alias: str):
 def serve(
     port: Annotated[int, typer.Option("--port", "-p", min=1, max=65535, help="TCP port on 127.0.0.1.")] = 3000,
     host: Annotated[str, typer.Option(help="Interface to bind (loopback by default).")] = "127.0.0.1",
-    workers: Annotated[int, typer.Option(min=1, max=64, help="Worker processes, each with its own copy of the "
-                                         "model; the service is CPU-bound, so about one per core.")] = 2,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=64,
+            help="Worker processes, each with its own copy of the "
+            "model; the service is CPU-bound, so about one per core.",
+        ),
+    ] = 2,
     alias: Annotated[str, typer.Option(help="Registry alias of the model to serve.")] = settings.CHAMPION,
     access_log: Annotated[bool, typer.Option(help="Log every request (costs throughput).")] = False,
 ) -> None:
@@ -61,17 +75,20 @@ def serve(
     model = _champion_or_exit(alias)
     env = service_env(str(model.tag), workers=workers, access_log=access_log)
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
-    _say(f"Serving {model.tag} (papertrack v{model.info.metadata.get('version')}, "
-         f"run {str(model.info.metadata.get('run_id'))[:8]}) on {url} "
-         f"with {workers} worker(s) — page at /, OpenAPI page at /docs, metadata at /metadata")
+    _say(
+        f"Serving {model.tag} (papertrack v{model.info.metadata.get('version')}, "
+        f"run {str(model.info.metadata.get('run_id'))[:8]}) on {url} "
+        f"with {workers} worker(s) — page at /, OpenAPI page at /docs, metadata at /metadata"
+    )
     sys.stdout.flush()
     if host not in LOOPBACK_HOSTS and not settings.current().allowed_hosts:
-        _note(f"binding {host}: requests must name this machine in their Host header; list the names clients use "
-              f"in {settings.ALLOWED_HOSTS_ENV} (comma-separated), else they get 421. Anyone who can reach "
-              f"the port can use the service: there is no authentication.")
+        _note(
+            f"binding {host}: requests must name this machine in their Host header; list the names clients use "
+            f"in {settings.ALLOWED_HOSTS_ENV} (comma-separated), else they get 421. Anyone who can reach "
+            f"the port can use the service: there is no authentication."
+        )
     # through serving.launch: this server gets a Prometheus folder of its own (BentoML's is shared per BENTOML_HOME)
-    command = [sys.executable, "-m", "papertrack.serving.launch", "serve", SERVICE, "--host", host,
-               "--port", str(port)]
+    command = [sys.executable, "-m", "papertrack.serving.launch", "serve", SERVICE, "--host", host, "--port", str(port)]
     os.execve(sys.executable, command, env)  # the server takes over this process (and its PID)
 
 
@@ -100,13 +117,20 @@ def _port_in_use(host: str, port: int) -> bool:
 
 def build(
     alias: Annotated[str, typer.Option(help="Registry alias of the model to package.")] = settings.CHAMPION,
-    bentofile: Annotated[Optional[Path], typer.Option(
-        help="A bentofile.yaml to start from (default: papertrack's own build settings); its python wheels and "
-             "requirements are replaced by papertrack's wheel and the champion's requirements.",
-        show_default=False)] = None,
-    export: Annotated[Optional[Path], typer.Option(
-        help="Also export the Bento as one self-contained archive (code wheel + model), e.g. papertrack.bento.")]
-    = None,
+    bentofile: Annotated[
+        Path | None,
+        typer.Option(
+            help="A bentofile.yaml to start from (default: papertrack's own build settings); its python wheels and "
+            "requirements are replaced by papertrack's wheel and the champion's requirements.",
+            show_default=False,
+        ),
+    ] = None,
+    export: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also export the Bento as one self-contained archive (code wheel + model), e.g. papertrack.bento."
+        ),
+    ] = None,
 ) -> None:
     """Build a Bento: the papertrack wheel + the champion (imported into the BentoML store) + the service.
 
@@ -133,10 +157,26 @@ def build(
         import yaml
 
         (context / "bentofile.yaml").write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
-        _say(f"Packaging model {model.tag} with the {wheel.name} wheel and {len(requirements)} requirements of "
-             f"the champion ({', '.join(requirements[:4])}{', ...' if len(requirements) > 4 else ''}) ...")
-        output = _run([sys.executable, "-m", "bentoml", "build", "-f", str(context / "bentofile.yaml"),
-                       "-o", "tag", str(context)], "bentoml build", cwd=context, env=env)
+        _say(
+            f"Packaging model {model.tag} with the {wheel.name} wheel and {len(requirements)} requirements of "
+            f"the champion ({', '.join(requirements[:4])}{', ...' if len(requirements) > 4 else ''}) ..."
+        )
+        output = _run(
+            [
+                sys.executable,
+                "-m",
+                "bentoml",
+                "build",
+                "-f",
+                str(context / "bentofile.yaml"),
+                "-o",
+                "tag",
+                str(context),
+            ],
+            "bentoml build",
+            cwd=context,
+            env=env,
+        )
     tag = output.strip().splitlines()[-1].removeprefix("__tag__:")
     _say(f"Built Bento {tag} (model {model.tag}). Serve it with: bentoml serve {tag} --host 127.0.0.1")
     if export is not None:
@@ -159,9 +199,12 @@ BENTO_SPEC = {
     "description": "Classify ML paper abstracts into conference tracks (Area · Subarea); see README.md.",
     "include": ["bentofile.yaml"],
     "python": {"lock_packages": False},
-    "envs": [{"name": "PAPERTRACK_WORKERS", "value": "1"}, {"name": "MLFLOW_DISABLE_TELEMETRY", "value": "true"},
-             {"name": "BENTOML_DO_NOT_TRACK", "value": "true"},
-             {"name": "PAPERTRACK_EMBEDDING_CACHE", "value": "off"}],
+    "envs": [
+        {"name": "PAPERTRACK_WORKERS", "value": "1"},
+        {"name": "MLFLOW_DISABLE_TELEMETRY", "value": "true"},
+        {"name": "BENTOML_DO_NOT_TRACK", "value": "true"},
+        {"name": "PAPERTRACK_EMBEDDING_CACHE", "value": "off"},
+    ],
 }
 
 
@@ -219,8 +262,12 @@ def build_wheel(dist: Path) -> Path:
     def add_tree(root: Path, prefix: str, skip: tuple[str, ...] = ()) -> None:
         for path in sorted(root.rglob("*")):
             relative = path.relative_to(root)
-            if (path.is_dir() or "__pycache__" in relative.parts or path.suffix in (".pyc", ".pyo")
-                    or relative.parts[0] in skip):
+            if (
+                path.is_dir()
+                or "__pycache__" in relative.parts
+                or path.suffix in (".pyc", ".pyo")
+                or relative.parts[0] in skip
+            ):
                 continue
             files[f"{prefix}/{relative.as_posix()}"] = path.read_bytes()
 
@@ -230,7 +277,9 @@ def build_wheel(dist: Path) -> Path:
         add_tree(Path(importlib.import_module(f"papertrack.{name}").__path__[0]), f"papertrack/{name}")
     info = f"papertrack-{__version__}.dist-info"
     files[f"{info}/METADATA"] = _wheel_metadata(__version__).encode("utf-8")
-    files[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: papertrack build\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    files[f"{info}/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: papertrack build\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
     files[f"{info}/entry_points.txt"] = b"[console_scripts]\npapertrack = papertrack.cli:main\n"
     record = []
     for name, data in files.items():
@@ -255,11 +304,16 @@ def _wheel_metadata(version: str) -> str:
         summary = meta.get("Summary") or ""
     except importlib.metadata.PackageNotFoundError:
         requires, python, summary = [], ">=3.11", ""
-    extras = dict.fromkeys(m.group(1) for r in requires
-                           if (m := re.search(r"extra\s*==\s*[\"']([^\"']+)[\"']", r)))
-    lines = ["Metadata-Version: 2.1", "Name: papertrack", f"Version: {version}", f"Summary: {summary}",
-             f"Requires-Python: {python}", *[f"Provides-Extra: {e}" for e in extras],
-             *[f"Requires-Dist: {r}" for r in requires]]
+    extras = dict.fromkeys(m.group(1) for r in requires if (m := re.search(r"extra\s*==\s*[\"']([^\"']+)[\"']", r)))
+    lines = [
+        "Metadata-Version: 2.1",
+        "Name: papertrack",
+        f"Version: {version}",
+        f"Summary: {summary}",
+        f"Requires-Python: {python}",
+        *[f"Provides-Extra: {e}" for e in extras],
+        *[f"Requires-Dist: {r}" for r in requires],
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -283,30 +337,47 @@ class _RateColumn(ProgressColumn):
 
 
 def label(
-    dumps: Annotated[list[Path], typer.Argument(help="Input file(s): JSONL/JSON/CSV or text dumps, optionally .gz; "
-                                                     "- reads standard input.", show_default=False)],
+    dumps: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Input file(s): JSONL/JSON/CSV or text dumps, optionally .gz; - reads standard input.",
+            show_default=False,
+        ),
+    ],
     output: Annotated[Path, typer.Option("--output", "-o", help="Output file: .jsonl or .csv.")],
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Tracks per abstract.")] = 3,
-    model: Annotated[str, typer.Option("--model", "-m", help="MLflow model URI (local labeling).")]
-    = f"models:/{settings.MODEL_NAME}@{settings.CHAMPION}",
-    url: Annotated[Optional[str], typer.Option(help="Label through a running service (e.g. http://127.0.0.1:3000) "
-                                                    "instead of loading the model here.")] = None,
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="MLflow model URI (local labeling).")
+    ] = f"models:/{settings.MODEL_NAME}@{settings.CHAMPION}",
+    url: Annotated[
+        str | None,
+        typer.Option(
+            help="Label through a running service (e.g. http://127.0.0.1:3000) instead of loading the model here."
+        ),
+    ] = None,
     resume: Annotated[bool, typer.Option(help="Continue an interrupted run with the same inputs and options.")] = False,
-    fmt: Annotated[Optional[str], typer.Option("--format", help=f"Force the input format: {', '.join(FORMATS)}.")]
-    = None,
-    errors: Annotated[Optional[Path], typer.Option(help="Errors file (default: OUTPUT with .errors.jsonl).")] = None,
-    chunk_size: Annotated[int, typer.Option(min=1, help="Records labeled per step (and per checkpoint).")]
-    = 2000,
+    fmt: Annotated[str | None, typer.Option("--format", help=f"Force the input format: {', '.join(FORMATS)}.")] = None,
+    errors: Annotated[Path | None, typer.Option(help="Errors file (default: OUTPUT with .errors.jsonl).")] = None,
+    chunk_size: Annotated[int, typer.Option(min=1, help="Records labeled per step (and per checkpoint).")] = 2000,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
-    engine: Annotated[str, typer.Option(help="local: this process; spark: a Spark job (output: a folder of "
-                                             "partitions OUT.jsonl/ or OUT.parquet/; needs the [spark] extra).")]
-    = "local",
-    master: Annotated[Optional[str], typer.Option(help="Spark master: local[2], spark://HOST:7077, ... "
-                                                       "(default: spark-submit's, else local[*]).")] = None,
-    partitions: Annotated[Optional[int], typer.Option(min=1, help="Spark partitions to label in "
-                                                      "(default: the cores Spark has).")] = None,
-    spark_conf: Annotated[Optional[list[str]], typer.Option(
-        "--spark-conf", help="A Spark setting KEY=VALUE (repeatable), e.g. spark.executor.memory=4g.")] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="local: this process; spark: a Spark job (output: a folder of "
+            "partitions OUT.jsonl/ or OUT.parquet/; needs the [spark] extra)."
+        ),
+    ] = "local",
+    master: Annotated[
+        str | None,
+        typer.Option(help="Spark master: local[2], spark://HOST:7077, ... (default: spark-submit's, else local[*])."),
+    ] = None,
+    partitions: Annotated[
+        int | None, typer.Option(min=1, help="Spark partitions to label in (default: the cores Spark has).")
+    ] = None,
+    spark_conf: Annotated[
+        list[str] | None,
+        typer.Option("--spark-conf", help="A Spark setting KEY=VALUE (repeatable), e.g. spark.executor.memory=4g."),
+    ] = None,
 ) -> None:
     """Label every abstract of the dump(s): one output row per input record, in input order.
 
@@ -328,16 +399,30 @@ def label(
             raise UsageError(f"--spark-conf takes KEY=VALUE, got {spark_conf}")
         if unsupported:
             raise UsageError(f"{', '.join(unsupported)} cannot be used with --engine spark (errors go to OUT/errors/)")
-        err_console.print(f"Labeling with {model} on Spark (master {master or 'default'})", soft_wrap=True,
-                          markup=False, highlight=False)
-        _print_summary(label_with_spark(dumps, output, model, top_k=top_k, fmt=fmt, notice=_note,
-                                        options=SparkOptions(master=master, partitions=partitions, conf=tuple(conf))))
+        err_console.print(
+            f"Labeling with {model} on Spark (master {master or 'default'})",
+            soft_wrap=True,
+            markup=False,
+            highlight=False,
+        )
+        _print_summary(
+            label_with_spark(
+                dumps,
+                output,
+                model,
+                top_k=top_k,
+                fmt=fmt,
+                notice=_note,
+                options=SparkOptions(master=master, partitions=partitions, conf=tuple(conf)),
+            )
+        )
         return
     if master or partitions or spark_conf:
         raise UsageError("--master, --partitions and --spark-conf need --engine spark")
     if resume and any(is_stdin(p) for p in dumps):
-        raise UsageError("--resume cannot continue a run that read standard input (-): save the input to a file "
-                         "and label that file")
+        raise UsageError(
+            "--resume cannot continue a run that read standard input (-): save the input to a file and label that file"
+        )
     dumps = expand_stdin(dumps)
     # every argument is checked, and the output claimed, before the model loads (seconds)
     try:
@@ -347,8 +432,18 @@ def label(
         _note_older_output(output, dumps)
         raise typer.Exit(2) from None
     with claim_outputs(plan.paths):
-        result, backend = _run_labeler(dumps, output, model, url, top_k=top_k, fmt=fmt, errors=errors,
-                                       resume=resume, chunk_size=chunk_size, progress=progress)
+        result, backend = _run_labeler(
+            dumps,
+            output,
+            model,
+            url,
+            top_k=top_k,
+            fmt=fmt,
+            errors=errors,
+            resume=resume,
+            chunk_size=chunk_size,
+            progress=progress,
+        )
         _print_summary(result)
         if result.counters.labeled:
             _note_training_overlap(getattr(backend, "predictor", None), dumps, fmt)
@@ -372,9 +467,18 @@ def _run_labeler(dumps, output, model, url, *, top_k, fmt, errors, resume, chunk
     # Everything loaded so far (libraries, the model) lives until the end: keep it out of the cyclic GC's
     # scans, which otherwise take a large share of the per-chunk work.
     gc.freeze()
-    bar = Progress(TextColumn("labeling"), BarColumn(), TaskProgressColumn(), _RateColumn(), TimeElapsedColumn(),
-                   TextColumn("ETA"), TimeRemainingColumn(), console=err_console, disable=not progress,
-                   transient=False)
+    bar = Progress(
+        TextColumn("labeling"),
+        BarColumn(),
+        TaskProgressColumn(),
+        _RateColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=err_console,
+        disable=not progress,
+        transient=False,
+    )
     task = None
 
     def on_start(skipped):
@@ -389,14 +493,27 @@ def _run_labeler(dumps, output, model, url, *, top_k, fmt, errors, resume, chunk
 
     try:
         with bar:
-            result = label_dumps(dumps, output, backend, top_k=top_k, fmt=fmt, errors=errors, resume=resume,
-                                 chunk_size=chunk_size, on_start=on_start, on_total=on_total, on_chunk=on_chunk,
-                                 notice=_note)
+            result = label_dumps(
+                dumps,
+                output,
+                backend,
+                top_k=top_k,
+                fmt=fmt,
+                errors=errors,
+                resume=resume,
+                chunk_size=chunk_size,
+                on_start=on_start,
+                on_total=on_total,
+                on_chunk=on_chunk,
+                notice=_note,
+            )
     except (IngestError, LabelError) as exc:
         _error(f"{exc}")
         if partial_path(output).exists():
-            _note("the rows labeled so far are kept in the .partial file; fix the problem and rerun "
-                  "(--resume only if the input is unchanged).")
+            _note(
+                "the rows labeled so far are kept in the .partial file; fix the problem and rerun "
+                "(--resume only if the input is unchanged)."
+            )
         _note_older_output(output, dumps)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
@@ -429,8 +546,10 @@ def _note_training_overlap(predictor, dumps, fmt: str | None) -> None:
         return
     seen, labeled = training_overlap(predictor, dumps, fmt)
     if seen:
-        _note(f"{seen:,} of {labeled:,} labeled records are in the model's training data: their accuracy is not a "
-              f"fair figure (measure it on abstracts the model was not trained on)")
+        _note(
+            f"{seen:,} of {labeled:,} labeled records are in the model's training data: their accuracy is not a "
+            f"fair figure (measure it on abstracts the model was not trained on)"
+        )
 
 
 def _note_older_output(output: Path, inputs) -> None:

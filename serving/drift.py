@@ -56,8 +56,12 @@ def _labeled_keys(output: Path) -> Iterator[tuple[str, int]]:
                     yield row["source"], int(row["line"])
 
 
-def _texts(inputs: Sequence[Path], formats: Sequence[str | None], use_title: bool,
-           labeled: Iterator[tuple[str, int]] | None = None) -> Iterator[str]:
+def _texts(
+    inputs: Sequence[Path],
+    formats: Sequence[str | None],
+    use_title: bool,
+    labeled: Iterator[tuple[str, int]] | None = None,
+) -> Iterator[str]:
     """The model texts of the input records; with ``labeled`` (the output's (source, line) keys, in input order),
     only of the records that have a row: a record the run rejected (an error row) adds nothing."""
     wanted = next(labeled, None) if labeled is not None else None
@@ -74,8 +78,9 @@ def _texts(inputs: Sequence[Path], formats: Sequence[str | None], use_title: boo
             return
 
 
-def output_drift(output: Path, inputs: Sequence[Path], profile: TrainingProfile, *, fmt: str | None = None,
-                 use_title: bool = False) -> dict:
+def output_drift(
+    output: Path, inputs: Sequence[Path], profile: TrainingProfile, *, fmt: str | None = None, use_title: bool = False
+) -> dict:
     """The drift report of a finished labeling output and its inputs."""
     stats = DumpStats.for_profile(profile)
     tokenize = analyzer()
@@ -90,14 +95,24 @@ def output_drift(output: Path, inputs: Sequence[Path], profile: TrainingProfile,
     return drift_report(stats, profile)
 
 
-def report_run(predictor, output: Path, inputs: Sequence[Path], *, fmt: str | None = None,
-               say: Callable[[str], None] = print, note: Callable[[str], None] = print) -> dict | None:
+def report_run(
+    predictor,
+    output: Path,
+    inputs: Sequence[Path],
+    *,
+    fmt: str | None = None,
+    say: Callable[[str], None] = print,
+    note: Callable[[str], None] = print,
+) -> dict | None:
     """Print the drift report of a finished run and write it to ``OUT.drift.json``; None (with a note)
     when the model carries no training profile (trained before drift reports, or labeling via --url)."""
     profile = getattr(predictor, "training_profile", None) if predictor is not None else None
     if profile is None:
-        why = ("labeling through a service" if predictor is None
-               else "the model was trained before drift reports existed; retrain it to get one")
+        why = (
+            "labeling through a service"
+            if predictor is None
+            else "the model was trained before drift reports existed; retrain it to get one"
+        )
         note(f"no drift report ({why})")
         return None
     report = output_drift(output, inputs, profile, fmt=fmt, use_title=bool(getattr(predictor, "use_title", False)))
@@ -120,8 +135,10 @@ def batch_report(predictor, abstracts: Sequence[str], titles: Sequence[str | Non
     ``NoProfile`` when the model carries no training profile."""
     profile = getattr(predictor, "training_profile", None)
     if profile is None:
-        raise NoProfile("the served model carries no training profile (trained before drift reports existed); "
-                        "retrain it with `papertrack train` to get drift reports")
+        raise NoProfile(
+            "the served model carries no training profile (trained before drift reports existed); "
+            "retrain it with `papertrack train` to get drift reports"
+        )
     stats = DumpStats.for_profile(profile)
     answers = predictor.predict(abstracts, titles, 1)
     texts = [model_text(a, t, predictor.use_title) for a, t in zip(abstracts, titles)]
@@ -143,7 +160,9 @@ def request_schema():
 
     class DriftRequest(BaseModel):
         model_config = ConfigDict(strict=True, extra="forbid")
-        papers: Annotated[list[schemas.Paper], Field(min_length=1, max_length=schemas.MAX_BATCH,
-                                                     description=f"1 to {schemas.MAX_BATCH:,} papers.")]
+        papers: Annotated[
+            list[schemas.Paper],
+            Field(min_length=1, max_length=schemas.MAX_BATCH, description=f"1 to {schemas.MAX_BATCH:,} papers."),
+        ]
 
     return DriftRequest

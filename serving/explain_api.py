@@ -7,7 +7,7 @@ gets from the artifact.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Optional
+from typing import Annotated
 
 from pydantic import BaseModel, Field
 
@@ -23,14 +23,17 @@ class ExplainRequest(PredictRequest):
     """Body of ``POST /explain``: a ``/predict`` body and how many terms per track."""
 
     terms: Annotated[int, Field(ge=1, le=MAX_TERMS, description="Terms per track (most weight first).")] = DEFAULT_TERMS
-    neighbors: Annotated[int, Field(ge=0, le=MAX_NEIGHBORS,
-                                    description="How many similar labeled training abstracts to return.")] = DEFAULT_NEIGHBORS
+    neighbors: Annotated[
+        int, Field(ge=0, le=MAX_NEIGHBORS, description="How many similar labeled training abstracts to return.")
+    ] = DEFAULT_NEIGHBORS
 
 
 class Term(BaseModel):
     term: str
-    weight: float = Field(description="How much the term pushed the track up: coefficient × tf-idf for linear "
-                                      "models, the probability drop when the word is removed for occlusion.")
+    weight: float = Field(
+        description="How much the term pushed the track up: coefficient × tf-idf for linear "
+        "models, the probability drop when the word is removed for occlusion."
+    )
     spans: list[list[int]] = Field(description="[start, end) character offsets of the term in the abstract.")
 
 
@@ -40,16 +43,18 @@ class TrackExplanation(BaseModel):
 
 
 class Method(BaseModel):
-    kind: str = Field(description="exact-linear (the model is linear on TF-IDF terms: exact shares of each track's "
-                                  "score), linear-member (an ensemble: only its linear TF-IDF member is explained, "
-                                  "not the other members, e.g. sentence embeddings) or occlusion (the probability "
-                                  "drop when a word is removed).")
+    kind: str = Field(
+        description="exact-linear (the model is linear on TF-IDF terms: exact shares of each track's "
+        "score), linear-member (an ensemble: only its linear TF-IDF member is explained, "
+        "not the other members, e.g. sentence embeddings) or occlusion (the probability "
+        "drop when a word is removed)."
+    )
     detail: str = Field(description="What was explained, in words (for linear-member: the member and its weight).")
 
 
 class Neighbor(BaseModel):
     id: str
-    title: Optional[str] = None
+    title: str | None = None
     label: str
     similarity: float = Field(description="Cosine similarity of TF-IDF word vectors (0 to 1).")
     snippet: str = Field(description="The start of the neighbour's abstract.")

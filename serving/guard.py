@@ -62,8 +62,9 @@ def request_headers(scope, *names: bytes) -> list[str | None]:
 
 
 class RequestGuard:
-    def __init__(self, app, paths: Iterable[str] = ("/predict", "/predict_batch"),
-                 max_body_bytes: int = MAX_BODY_BYTES):
+    def __init__(
+        self, app, paths: Iterable[str] = ("/predict", "/predict_batch"), max_body_bytes: int = MAX_BODY_BYTES
+    ):
         self.app = app
         self.paths = frozenset(paths)
         self.max_body_bytes = max_body_bytes
@@ -83,9 +84,14 @@ class RequestGuard:
             except ValueError:
                 return await respond(send, 400, error_body("invalid Content-Length header"))
             if size > self.max_body_bytes:
-                return await respond(send, 413, error_body(
-                    f"request body is {size:,} bytes; the limit is {self.max_body_bytes:,} bytes. "
-                    f"Send fewer papers per request (or use `papertrack label` for dumps)."))
+                return await respond(
+                    send,
+                    413,
+                    error_body(
+                        f"request body is {size:,} bytes; the limit is {self.max_body_bytes:,} bytes. "
+                        f"Send fewer papers per request (or use `papertrack label` for dumps)."
+                    ),
+                )
         else:
             receive = await self._buffered(receive, send)
             if receive is None:
@@ -110,8 +116,14 @@ class RequestGuard:
                 break
             size += len(message.get("body", b""))
             if size > self.max_body_bytes:
-                await respond(send, 413, error_body(
-                    f"request body exceeds the limit of {self.max_body_bytes:,} bytes. Send fewer papers per request."))
+                await respond(
+                    send,
+                    413,
+                    error_body(
+                        f"request body exceeds the limit of {self.max_body_bytes:,} bytes. "
+                        "Send fewer papers per request."
+                    ),
+                )
                 return None
             chunks.append(message)
             if not message.get("more_body", False):
@@ -129,18 +141,22 @@ class RequestGuard:
 def encoding_problem(body: bytes) -> str | None:
     """What is wrong with the bytes of a JSON body, when it is their encoding (else None)."""
     if body.startswith(b"\xef\xbb\xbf"):
-        return ("the body starts with a UTF-8 byte order mark (BOM, bytes EF BB BF); send the JSON without it")
+        return "the body starts with a UTF-8 byte order mark (BOM, bytes EF BB BF); send the JSON without it"
     if body[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return "the body is UTF-16; send it as UTF-8"
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return (f"byte 0x{body[exc.start]:02x} at offset {exc.start} is not UTF-8; encode the body as UTF-8 "
-                f"(e.g. json.dumps(...).encode('utf-8'))")
+        return (
+            f"byte 0x{body[exc.start]:02x} at offset {exc.start} is not UTF-8; encode the body as UTF-8 "
+            f"(e.g. json.dumps(...).encode('utf-8'))"
+        )
     found = lone_surrogate(text)
     if found:
-        return (f"{found[0]} at offset {found[1]} is a lone UTF-16 surrogate escape, which is not a "
-                f"character; remove it or send the full surrogate pair (or the character itself)")
+        return (
+            f"{found[0]} at offset {found[1]} is a lone UTF-16 surrogate escape, which is not a "
+            f"character; remove it or send the full surrogate pair (or the character itself)"
+        )
     return None
 
 
@@ -151,8 +167,10 @@ def lone_surrogate(text: str) -> tuple[str, int] | None:
 
 
 # a \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or a \uDC00-\uDFFF one not preceded by one
-_LONE_SURROGATE = re.compile(r"(?<!\\)\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-                             r"|(?<![dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_LONE_SURROGATE = re.compile(
+    r"(?<!\\)\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<![dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
 
 
 def _explaining_400(send, request_body: list[bytes] | None = None):
@@ -181,14 +199,20 @@ async def _send_rewritten(send, start: dict, body: bytes, request_body: bytes = 
     problem = encoding_problem(request_body)
     if problem is not None:
         detail = data.get("detail") if isinstance(data, dict) and isinstance(data.get("detail"), list) else []
-        body = error_body(f"invalid request: {problem}", detail or [{"type": "body_encoding", "loc": [],
-                                                                       "msg": problem}])
-    elif isinstance(data, dict) and isinstance(data.get("detail"), list) and \
-            _VALIDATION_TITLE.match(str(data.get("error", ""))):
+        body = error_body(
+            f"invalid request: {problem}", detail or [{"type": "body_encoding", "loc": [], "msg": problem}]
+        )
+    elif (
+        isinstance(data, dict)
+        and isinstance(data.get("detail"), list)
+        and _VALIDATION_TITLE.match(str(data.get("error", "")))
+    ):
         body = error_body(explain(data["detail"]), data["detail"])
     elif isinstance(data, dict) and not isinstance(data.get("detail", []), list):
-        body = error_body(str(data.get("error") or "invalid request"), [{"type": "invalid", "loc": [],
-                                                                         "msg": str(data.get("detail"))}])
+        body = error_body(
+            str(data.get("error") or "invalid request"),
+            [{"type": "invalid", "loc": [], "msg": str(data.get("detail"))}],
+        )
     headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
     headers.append((b"content-length", str(len(body)).encode()))
     await send({**start, "headers": headers})
@@ -196,6 +220,11 @@ async def _send_rewritten(send, start: dict, body: bytes, request_body: bytes = 
 
 
 async def respond(send, status: int, body: bytes) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

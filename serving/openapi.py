@@ -25,19 +25,30 @@ from papertrack.serving.guard import respond
 SPEC_PATH = "/docs.json"
 CONTENT_PATTERN = r"[^\W_]"  # at least one letter or digit (what features.ingest.has_content checks)
 ERROR_SCHEMA = {
-    "type": "object", "title": "ErrorResponse", "required": ["error", "detail"],
+    "type": "object",
+    "title": "ErrorResponse",
+    "required": ["error", "detail"],
     "properties": {
         "error": {"type": "string", "description": "What is wrong and what to fix, in one line."},
-        "detail": {"type": "array", "description": "One entry per problem (pydantic's errors for a 400).",
-                   "items": {"type": "object", "properties": {
-                       "type": {"type": "string"}, "loc": {"type": "array", "items": {}},
-                       "msg": {"type": "string"}}}},
+        "detail": {
+            "type": "array",
+            "description": "One entry per problem (pydantic's errors for a 400).",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "type": {"type": "string"},
+                    "loc": {"type": "array", "items": {}},
+                    "msg": {"type": "string"},
+                },
+            },
+        },
     },
 }
 DESCRIPTION = (
-    "Classify ML paper abstracts into conference tracks (\"Area · Subarea\"). The page for people is at `/`; "
-    "the served model (version, labels, metrics) at `GET /metadata`. Errors are JSON: `{\"error\": one line saying "
-    "what to fix, \"detail\": [...]}`.")
+    'Classify ML paper abstracts into conference tracks ("Area · Subarea"). The page for people is at `/`; '
+    'the served model (version, labels, metrics) at `GET /metadata`. Errors are JSON: `{"error": one line saying '
+    'what to fix, "detail": [...]}`.'
+)
 ERRORS = {
     "400": "Invalid request: the body is not valid JSON or a field is missing, mistyped or out of range.",
     "403": "Cross-origin browser request (an Origin header from another site).",
@@ -67,16 +78,21 @@ def corrected(spec: dict[str, Any], n_labels: int | None) -> dict[str, Any]:
         for method, operation in operations.items():
             # BentoML keys its error responses by int (400, 404, 500): json.dumps writes them as "400" next to
             # the "400" added here, a duplicated key Swagger UI refuses to render. Keys are strings, in order.
-            responses = operation["responses"] = {str(status): answer for status, answer
-                                                  in operation.get("responses", {}).items()}
+            responses = operation["responses"] = {
+                str(status): answer for status, answer in operation.get("responses", {}).items()
+            }
             if method == "post" and "requestBody" not in operation:  # a raw body (POST /parse_dump: a file)
-                operation["requestBody"] = {"required": True, "content": {"application/octet-stream": {
-                    "schema": {"type": "string", "format": "binary"}}}}
+                operation["requestBody"] = {
+                    "required": True,
+                    "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+                }
                 for parameter in operation.get("parameters", []):
                     if parameter.get("name") == "format":
                         parameter["schema"] = {"type": "string", "enum": list(FORMATS), "nullable": True}
-                for status, description in {**ERRORS, "400": "The file cannot be read (the message names the line)."
-                                            }.items():
+                for status, description in {
+                    **ERRORS,
+                    "400": "The file cannot be read (the message names the line).",
+                }.items():
                     responses[status] = _error_response(description)
             elif method == "post" and "requestBody" in operation:
                 operation["requestBody"]["required"] = True
@@ -91,8 +107,10 @@ def corrected(spec: dict[str, Any], n_labels: int | None) -> dict[str, Any]:
 
 
 def _error_response(description: str) -> dict:
-    return {"description": description,
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}}
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}},
+    }
 
 
 def _fix_request_schema(schema: dict, n_labels: int | None) -> None:

@@ -32,7 +32,7 @@ def host_name(host: str) -> str:
     """``example.org:3000`` -> ``example.org``; ``[::1]:3000`` -> ``[::1]`` (lower case)."""
     host = host.strip().lower()
     if host.startswith("["):
-        return host[:host.find("]") + 1] if "]" in host else host
+        return host[: host.find("]") + 1] if "]" in host else host
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
@@ -48,16 +48,29 @@ class OriginGuard:
             return await self.app(scope, receive, send)
         host, origin = request_headers(scope, b"host", b"origin")
         if host is not None and host.strip() and not _HOST.fullmatch(host.strip()):
-            return await respond(send, 400, error_body(
-                f"invalid Host header {host[:200]!r}: expected a host name or address and an optional port"))
+            return await respond(
+                send,
+                400,
+                error_body(f"invalid Host header {host[:200]!r}: expected a host name or address and an optional port"),
+            )
         if not self.any_host and host is not None and host_name(host) not in self.allowed:
-            return await respond(send, 421, error_body(
-                f"Host {host!r} is not served here; allowed: {', '.join(sorted(self.allowed))} "
-                f"(add names with PAPERTRACK_ALLOWED_HOSTS)"))
+            return await respond(
+                send,
+                421,
+                error_body(
+                    f"Host {host!r} is not served here; allowed: {', '.join(sorted(self.allowed))} "
+                    f"(add names with PAPERTRACK_ALLOWED_HOSTS)"
+                ),
+            )
         if origin is not None and not _same_origin(origin, host):
-            return await respond(send, 403, error_body(
-                f"cross-origin request from {origin!r} refused: only the service's own page may call it "
-                f"from a browser"))
+            return await respond(
+                send,
+                403,
+                error_body(
+                    f"cross-origin request from {origin!r} refused: only the service's own page may call it "
+                    f"from a browser"
+                ),
+            )
         return await self.app(scope, receive, send)
 
 

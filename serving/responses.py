@@ -20,11 +20,16 @@ from papertrack.serving.guard import error_body
 PAGE_PATHS = frozenset({"/", "/docs"})
 # The page and Swagger UI load their scripts and styles from this origin; Swagger UI's CSS draws its icons
 # with data: images. Scripts set styles through the DOM (allowed), never as inline <style> or style="".
-CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                           "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
-                           "frame-ancestors 'none'")
-PAGE_HEADERS = [(b"content-security-policy", CONTENT_SECURITY_POLICY.encode()), (b"x-frame-options", b"DENY"),
-                (b"x-content-type-options", b"nosniff")]
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
+PAGE_HEADERS = [
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+]
 _REPLACED = frozenset({b"content-length", b"content-type"})
 
 
@@ -32,8 +37,11 @@ def _message(status: int, method: str, path: str, allow: str | None) -> str:
     shown = path if len(path) <= 200 else path[:200] + "…"
     if status == 404:
         return f"not found: {shown} (the endpoints are listed at /docs)"
-    return (f"method {method} is not allowed on {shown}" + (f"; use {allow}" if allow else "")
-            + " (the endpoints are listed at /docs)")
+    return (
+        f"method {method} is not allowed on {shown}"
+        + (f"; use {allow}" if allow else "")
+        + " (the endpoints are listed at /docs)"
+    )
 
 
 def _is_error_shape(body: bytes) -> bool:

@@ -7,7 +7,7 @@ names the field (``loc``) and says what is wrong (``msg``).
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
@@ -33,29 +33,41 @@ EXAMPLE_ABSTRACT = (
 
 def _not_blank(value: str) -> str:
     if not value.strip():
-        raise PydanticCustomError("blank_abstract", "abstract is empty or only whitespace; send the paper's abstract text")
+        raise PydanticCustomError(
+            "blank_abstract", "abstract is empty or only whitespace; send the paper's abstract text"
+        )
     if not has_content(value):
-        raise PydanticCustomError("no_content", "abstract has no letters or digits (only symbols, emoji or invisible "
-                                                "characters); send the paper's abstract text")
+        raise PydanticCustomError(
+            "no_content",
+            "abstract has no letters or digits (only symbols, emoji or invisible "
+            "characters); send the paper's abstract text",
+        )
     return value
 
 
 Abstract = Annotated[
     str,
-    Field(min_length=1, max_length=MAX_ABSTRACT_CHARS,
-          description=f"The paper's abstract (1 to {MAX_ABSTRACT_CHARS:,} characters, with at least one letter "
-                      f"or digit)."),
+    Field(
+        min_length=1,
+        max_length=MAX_ABSTRACT_CHARS,
+        description=f"The paper's abstract (1 to {MAX_ABSTRACT_CHARS:,} characters, with at least one letter "
+        f"or digit).",
+    ),
     AfterValidator(_not_blank),
 ]
 Title = Annotated[
-    Optional[str],
-    Field(max_length=MAX_TITLE_CHARS,
-          description="The paper's title (optional; used only by models trained with titles)."),
+    str | None,
+    Field(
+        max_length=MAX_TITLE_CHARS, description="The paper's title (optional; used only by models trained with titles)."
+    ),
 ]
 TopK = Annotated[
     int,
-    Field(ge=1, le=MAX_TOP_K,
-          description="How many ranked tracks to return: 1 to the number of labels (see GET /metadata)."),
+    Field(
+        ge=1,
+        le=MAX_TOP_K,
+        description="How many ranked tracks to return: 1 to the number of labels (see GET /metadata).",
+    ),
 ]
 
 _REQUEST = ConfigDict(strict=True, extra="forbid")
@@ -65,7 +77,8 @@ class PredictRequest(BaseModel):
     """Body of ``POST /predict``."""
 
     model_config = ConfigDict(
-        strict=True, extra="forbid",
+        strict=True,
+        extra="forbid",
         json_schema_extra={"example": {"abstract": EXAMPLE_ABSTRACT, "title": None, "top_k": 3}},
     )
 
@@ -87,20 +100,29 @@ class PredictBatchRequest(BaseModel):
     """Body of ``POST /predict_batch``."""
 
     model_config = ConfigDict(
-        strict=True, extra="forbid",
-        json_schema_extra={"example": {
-            "papers": [
-                {"abstract": EXAMPLE_ABSTRACT, "title": None},
-                {"abstract": "We prove convergence rates for stochastic gradient descent on non-convex "
-                             "objectives under a Polyak-Lojasiewicz condition.",
-                 "title": "SGD under the PL condition"},
-            ],
-            "top_k": 3,
-        }},
+        strict=True,
+        extra="forbid",
+        json_schema_extra={
+            "example": {
+                "papers": [
+                    {"abstract": EXAMPLE_ABSTRACT, "title": None},
+                    {
+                        "abstract": "We prove convergence rates for stochastic gradient descent on non-convex "
+                        "objectives under a Polyak-Lojasiewicz condition.",
+                        "title": "SGD under the PL condition",
+                    },
+                ],
+                "top_k": 3,
+            }
+        },
     )
 
-    papers: Annotated[list[Paper], Field(min_length=1, max_length=MAX_BATCH,
-                                         description=f"1 to {MAX_BATCH:,} papers, answered in the same order.")]
+    papers: Annotated[
+        list[Paper],
+        Field(
+            min_length=1, max_length=MAX_BATCH, description=f"1 to {MAX_BATCH:,} papers, answered in the same order."
+        ),
+    ]
     top_k: TopK = DEFAULT_TOP_K
 
 
@@ -110,7 +132,7 @@ class PredictBatchRequest(BaseModel):
 class Track(BaseModel):
     label: str = Field(description='"Area · Subarea", or the area alone for area-only labels.')
     area: str
-    subarea: Optional[str] = None
+    subarea: str | None = None
     probability: float
 
 
@@ -128,12 +150,20 @@ class ModelInfo(BaseModel):
 class PaperResult(BaseModel):
     tracks: list[Track] = Field(description="The top_k tracks, most probable first.")
     areas: list[AreaScore] = Field(description="Every area, most probable first.")
-    prediction_set: Optional[list[str]] = Field(None, description=(
-        "Conformal prediction set: the most probable labels that together hold the true one for about 90% of "
-        "abstracts (nominal coverage, calibrated on held-out predictions at training time)."))
-    confident: Optional[bool] = Field(None, description=(
-        "True when the top-1 probability reaches the threshold chosen at training time for the target "
-        "top-1 precision; false means: treat the answer as unsure and look at prediction_set."))
+    prediction_set: list[str] | None = Field(
+        None,
+        description=(
+            "Conformal prediction set: the most probable labels that together hold the true one for about 90% of "
+            "abstracts (nominal coverage, calibrated on held-out predictions at training time)."
+        ),
+    )
+    confident: bool | None = Field(
+        None,
+        description=(
+            "True when the top-1 probability reaches the threshold chosen at training time for the target "
+            "top-1 precision; false means: treat the answer as unsure and look at prediction_set."
+        ),
+    )
 
 
 class PredictResponse(PaperResult):
@@ -148,22 +178,26 @@ class PredictBatchResponse(BaseModel):
 class MetadataResponse(BaseModel):
     model: ModelInfo
     bento_model: str = Field(description="The tag of the model in the BentoML store.")
-    alias: Optional[str] = Field(None, description="The registry alias the model was imported from.")
-    model_uri: Optional[str] = None
-    candidate: Optional[str] = None
-    family: Optional[str] = None
-    data_digest: Optional[str] = Field(None, description="Digest of the training data (abstract, label) pairs.")
+    alias: str | None = Field(None, description="The registry alias the model was imported from.")
+    model_uri: str | None = None
+    candidate: str | None = None
+    family: str | None = None
+    data_digest: str | None = Field(None, description="Digest of the training data (abstract, label) pairs.")
     use_title: bool
     n_labels: int
     labels: list[str]
     areas: list[str]
     hierarchy: dict[str, list[str]] = Field(description="Area -> its labels.")
     metrics: dict[str, float] = Field(description="The champion's cross-validated evaluation metrics.")
-    confidence: Optional[dict[str, float]] = Field(None, description=(
-        "How `confident` and `prediction_set` are decided (null for a model trained without them): "
-        "`top1_threshold` (confident <=> top-1 probability >= it), `target_precision` (the top-1 precision it "
-        "was chosen for, on held-out papers) and `coverage` (the share of papers whose prediction set should "
-        "hold their true track)."))
+    confidence: dict[str, float] | None = Field(
+        None,
+        description=(
+            "How `confident` and `prediction_set` are decided (null for a model trained without them): "
+            "`top1_threshold` (confident <=> top-1 probability >= it), `target_precision` (the top-1 precision it "
+            "was chosen for, on held-out papers) and `coverage` (the share of papers whose prediction set should "
+            "hold their true track)."
+        ),
+    )
     limits: dict[str, int] = Field(description="Request limits enforced by the service.")
 
 
@@ -172,5 +206,4 @@ class ErrorResponse(BaseModel):
     detail: list[dict] = Field(default_factory=list)
 
 
-LIMITS = {"max_abstract_chars": MAX_ABSTRACT_CHARS, "max_title_chars": MAX_TITLE_CHARS,
-          "max_batch": MAX_BATCH}
+LIMITS = {"max_abstract_chars": MAX_ABSTRACT_CHARS, "max_title_chars": MAX_TITLE_CHARS, "max_batch": MAX_BATCH}

@@ -34,7 +34,6 @@ import logging
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Optional
 
 import attrs
 import bentoml
@@ -147,12 +146,20 @@ class PaperTrack:
         space = self.predictor.space
         metrics = card.metrics or meta.get("metrics") or {}
         self._metadata = schemas.MetadataResponse(
-            model=self.model_info, bento_model=str(stored.tag), alias=meta.get("alias"),
-            model_uri=meta.get("model_uri"), candidate=card.candidate or meta.get("candidate"),
-            family=card.family or None, data_digest=card.data_digest or meta.get("data_digest"),
-            use_title=self.predictor.use_title, n_labels=space.n_labels, labels=list(space.labels),
-            areas=list(space.areas), hierarchy=space.hierarchy(),
-            metrics={k: float(v) for k, v in metrics.items()}, limits=schemas.LIMITS,
+            model=self.model_info,
+            bento_model=str(stored.tag),
+            alias=meta.get("alias"),
+            model_uri=meta.get("model_uri"),
+            candidate=card.candidate or meta.get("candidate"),
+            family=card.family or None,
+            data_digest=card.data_digest or meta.get("data_digest"),
+            use_title=self.predictor.use_title,
+            n_labels=space.n_labels,
+            labels=list(space.labels),
+            areas=list(space.areas),
+            hierarchy=space.hierarchy(),
+            metrics={k: float(v) for k, v in metrics.items()},
+            limits=schemas.LIMITS,
             confidence=_confidence(self.predictor.confidence),
         )
         # One abstract per call: BLAS thread pools (OpenBLAS: the LR and kNN on embeddings) get tiny matrices
@@ -165,36 +172,47 @@ class PaperTrack:
         # the work; anything slower (sentence embeddings, ~30-100 ms; an explanation) runs in a one-thread pool,
         # so the event loop keeps accepting and parsing requests while it computes.
         self.predict_ms = _median_ms(lambda: self.predictor.predict([schemas.EXAMPLE_ABSTRACT]), repeats=5)
-        self.explain_ms = _median_ms(lambda: explain_api.explain(self.predictor, schemas.EXAMPLE_ABSTRACT),
-                                     repeats=3)
-        pool = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="papertrack-predict")
-                if max(self.predict_ms, self.explain_ms) > INLINE_MAX_MS else None)
+        self.explain_ms = _median_ms(lambda: explain_api.explain(self.predictor, schemas.EXAMPLE_ABSTRACT), repeats=3)
+        pool = (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="papertrack-predict")
+            if max(self.predict_ms, self.explain_ms) > INLINE_MAX_MS
+            else None
+        )
         self.inference_pool = pool if self.predict_ms > INLINE_MAX_MS else None
         self.explain_pool = pool if self.explain_ms > INLINE_MAX_MS else None
         gc.freeze()  # the libraries and the model live as long as the worker: keep them out of GC scans
-        logger.info("papertrack model %s (v%s, run %s) loaded; %.1f ms per abstract, /predict runs %s; "
-                    "%.1f ms per explanation, /explain runs %s", stored.tag, self.model_info.version,
-                    self.model_info.run_id, self.predict_ms, _where(self.inference_pool), self.explain_ms,
-                    _where(self.explain_pool))
+        logger.info(
+            "papertrack model %s (v%s, run %s) loaded; %.1f ms per abstract, /predict runs %s; "
+            "%.1f ms per explanation, /explain runs %s",
+            stored.tag,
+            self.model_info.version,
+            self.model_info.run_id,
+            self.predict_ms,
+            _where(self.inference_pool),
+            self.explain_ms,
+            _where(self.explain_pool),
+        )
 
     # --- endpoints -------------------------------------------------------------------------
     @bentoml.api(route="/predict", input_spec=schemas.PredictRequest, output_spec=schemas.PredictResponse)
-    async def predict(self, abstract: str, title: Optional[str] = None, top_k: int = schemas.DEFAULT_TOP_K):
+    async def predict(self, abstract: str, title: str | None = None, top_k: int = schemas.DEFAULT_TOP_K):
         """Ranked tracks (top_k) and every area, for one abstract."""
         if top_k > self.n_labels:
             return self._top_k_error(top_k)
         if self.inference_pool is None:
             return self._predict_one(abstract, title, top_k)
-        return await asyncio.get_running_loop().run_in_executor(self.inference_pool, self._predict_one, abstract,
-                                                                title, top_k)
+        return await asyncio.get_running_loop().run_in_executor(
+            self.inference_pool, self._predict_one, abstract, title, top_k
+        )
 
     def _predict_one(self, abstract: str, title: str | None, top_k: int) -> Response:
         result = self.predictor.predict([abstract], [title], top_k)[0]
         result["model"] = self._model_json
         return _json(result)
 
-    @bentoml.api(route="/predict_batch", input_spec=schemas.PredictBatchRequest,
-                 output_spec=schemas.PredictBatchResponse)
+    @bentoml.api(
+        route="/predict_batch", input_spec=schemas.PredictBatchRequest, output_spec=schemas.PredictBatchResponse
+    )
     def predict_batch(self, papers: list[schemas.Paper], top_k: int = schemas.DEFAULT_TOP_K):
         """One result per paper, in request order (at most MAX_BATCH papers per request)."""
         if top_k > self.n_labels:
@@ -214,26 +232,33 @@ class PaperTrack:
         return _json({**report, "model": self._model_json})
 
     @bentoml.api(route="/explain", input_spec=explain_api.ExplainRequest, output_spec=explain_api.ExplainResponse)
-    async def explain(self, abstract: str, title: Optional[str] = None, top_k: int = 3, terms: int = 10,
-                      neighbors: int = 5):
+    async def explain(
+        self, abstract: str, title: str | None = None, top_k: int = 3, terms: int = 10, neighbors: int = 5
+    ):
         """The ranked tracks, the terms that pushed each of them up, and the most similar labeled papers."""
         if top_k > self.n_labels:
             return self._top_k_error(top_k)
-        result = await explain_api.explain_async(self.predictor, self.explain_pool, abstract, title, top_k,
-                                                 n_terms=terms, n_neighbors=neighbors)
+        result = await explain_api.explain_async(
+            self.predictor, self.explain_pool, abstract, title, top_k, n_terms=terms, n_neighbors=neighbors
+        )
         result["model"] = self._model_json
         return _json(result)
 
-    @metadata_app.get("/metadata", response_model=schemas.MetadataResponse, tags=["Service APIs"],
-                      summary="The served model: version, run, training data digest, labels, metrics")
+    @metadata_app.get(
+        "/metadata",
+        response_model=schemas.MetadataResponse,
+        tags=["Service APIs"],
+        summary="The served model: version, run, training data digest, labels, metrics",
+    )
     def metadata(self) -> schemas.MetadataResponse:
         return self._metadata
 
     def _top_k_error(self, top_k: int) -> Response:
         message = f"top_k must be between 1 and {self.n_labels} (the number of labels), got {top_k}"
         detail = [{"type": "less_than_equal", "loc": ["top_k"], "msg": message}]
-        return Response(error_body(f"invalid request: {message}", detail), status_code=400,
-                        media_type="application/json")
+        return Response(
+            error_body(f"invalid request: {message}", detail), status_code=400, media_type="application/json"
+        )
 
 
 def _api_routes() -> list[str]:
@@ -245,8 +270,9 @@ metrics.install(_api_routes)
 PaperTrack.add_asgi_middleware(ConnectionRecycler)
 PaperTrack.add_asgi_middleware(ResponsePolicy)
 PaperTrack.add_asgi_middleware(OriginGuard)
-PaperTrack.add_asgi_middleware(SpecRoute, spec=lambda: PaperTrack.openapi_spec.asdict(),
-                               n_labels=lambda: _served.get("n_labels"))
+PaperTrack.add_asgi_middleware(
+    SpecRoute, spec=lambda: PaperTrack.openapi_spec.asdict(), n_labels=lambda: _served.get("n_labels")
+)
 PaperTrack.add_asgi_middleware(RequestGuard, paths=_api_routes())  # every POST endpoint
 
 
@@ -265,8 +291,11 @@ def _confidence(confidence) -> dict[str, float] | None:
     """What GET /metadata says about the confident flag and the prediction sets (the page explains "unsure")."""
     if confidence is None:
         return None
-    return {"top1_threshold": float(confidence.top1_threshold), "target_precision": float(confidence.target_precision),
-            "coverage": float(confidence.coverage)}
+    return {
+        "top1_threshold": float(confidence.top1_threshold),
+        "target_precision": float(confidence.target_precision),
+        "coverage": float(confidence.coverage),
+    }
 
 
 def _where(pool) -> str:

@@ -33,9 +33,9 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -57,12 +57,13 @@ LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 SUMMARY = "summary.json"
 
 # one parsed input item: a record to label, or (kind set) one that cannot be labeled
-ITEM_SCHEMA = ("file INT, line LONG, id STRING, abstract STRING, title STRING, label STRING, "
-               "kind STRING, reason STRING")
+ITEM_SCHEMA = "file INT, line LONG, id STRING, abstract STRING, title STRING, label STRING, kind STRING, reason STRING"
 ROW_SCHEMA = "file INT, line LONG, row STRING, labeled INT, top1 INT, top3 INT, unknown INT"
-PARQUET_ROW_SCHEMA = ("id STRING, source STRING, line LONG, title STRING, "
-                      "tracks ARRAY<STRUCT<label: STRING, probability: DOUBLE>>, area STRING, "
-                      "area_probability DOUBLE, label STRING, in_top_k BOOLEAN")
+PARQUET_ROW_SCHEMA = (
+    "id STRING, source STRING, line LONG, title STRING, "
+    "tracks ARRAY<STRUCT<label: STRING, probability: DOUBLE>>, area STRING, "
+    "area_probability DOUBLE, label STRING, in_top_k BOOLEAN"
+)
 
 
 class SparkJobError(PapertrackError):
@@ -99,7 +100,7 @@ def spark_session(options: SparkOptions):
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     for key, value in {
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={_quiet_log4j().as_uri()}"
-                                         + (f" {LOCAL_JVM_OPTIONS}" if local else ""),
+        + (f" {LOCAL_JVM_OPTIONS}" if local else ""),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.log.level": "FATAL",
@@ -120,10 +121,12 @@ def spark_session(options: SparkOptions):
 def _quiet_log4j() -> Path:
     """A log4j2 configuration that keeps the JVM quiet: a failed job is reported as one line by papertrack
     (override with --spark-conf spark.driver.extraJavaOptions=... to see Spark's own logs)."""
-    text = ("rootLogger.level = fatal\nrootLogger.appenderRef.stderr.ref = console\n"
-            "appender.console.type = Console\nappender.console.name = console\n"
-            "appender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
-            "appender.console.layout.pattern = %p %c{1}: %m%n%ex\n")
+    text = (
+        "rootLogger.level = fatal\nrootLogger.appenderRef.stderr.ref = console\n"
+        "appender.console.type = Console\nappender.console.name = console\n"
+        "appender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
+        "appender.console.layout.pattern = %p %c{1}: %m%n%ex\n"
+    )
     path = Path(tempfile.gettempdir()) / "papertrack-spark-log4j2.properties"
     if not path.exists() or path.read_text(encoding="utf-8") != text:
         path.write_text(text, encoding="utf-8")
@@ -168,15 +171,21 @@ def _read_jsonl(spark, index: int, path: Path):
     # the raw bytes of each line (a line that is not UTF-8 is an error row, not silently replaced), its split
     # and its position: monotonically_increasing_id() = (split << 33) + position in the split
     lines = spark.read.text(path.resolve().as_uri()).select(
-        F.col("value").cast("binary").alias("data"), F.spark_partition_id().alias("split"),
-        F.monotonically_increasing_id().alias("position"))
+        F.col("value").cast("binary").alias("data"),
+        F.spark_partition_id().alias("split"),
+        F.monotonically_increasing_id().alias("position"),
+    )
     # Hadoop reads a .gz file as one split (gzip cannot be split; _plain_or_gz checked it is gzip)
     offsets = [0] if path.name.lower().endswith(".gz") else _split_offsets(lines)
     line = F.col("position") - F.shiftleft(F.col("split").cast("long"), 33) + 1
     if any(offsets):  # lines in the splits before this one (a .gz file is one split: none)
         line = line + F.element_at(F.array(*[F.lit(o) for o in offsets]), F.col("split") + 1)
-    return lines.select(F.lit(index).cast("int").alias("file"), line.alias("line"), "data",
-                        *[F.lit(None).cast("string").alias(name) for name in _ITEM_NAMES[2:]])
+    return lines.select(
+        F.lit(index).cast("int").alias("file"),
+        line.alias("line"),
+        "data",
+        *[F.lit(None).cast("string").alias(name) for name in _ITEM_NAMES[2:]],
+    )
 
 
 def _split_offsets(lines) -> list[int]:
@@ -291,20 +300,40 @@ def _rows_function(sources: list[str], top_k: int, known: frozenset[str]):
         for batch in batches:
             out = {name: [] for name in ("file", "line", "row", "labeled", "top1", "top3", "unknown")}
             for item in batch.to_pylist():
-                record = Record(item["id"], "", item["title"], item["label"], None, None,  # a row has no abstract
-                                sources[item["file"]], item["line"])
+                record = Record(
+                    item["id"],
+                    "",
+                    item["title"],
+                    item["label"],
+                    None,
+                    None,  # a row has no abstract
+                    sources[item["file"]],
+                    item["line"],
+                )
                 answer = _answer(item["prediction"])
                 counts = Counters()
                 counts.add(record, answer, known)
                 out["file"].append(item["file"])
                 out["line"].append(item["line"])
                 out["row"].append(formatter.rows([(record, answer)]).decode("utf-8").rstrip("\n"))
-                for name, value in (("labeled", counts.labeled), ("top1", counts.top1), ("top3", counts.top3),
-                                    ("unknown", counts.unknown_labels)):
+                for name, value in (
+                    ("labeled", counts.labeled),
+                    ("top1", counts.top1),
+                    ("top3", counts.top3),
+                    ("unknown", counts.unknown_labels),
+                ):
                     out[name].append(int(value))
-            yield pa.RecordBatch.from_pydict(out, schema=pa.schema([
-                ("file", pa.int32()), ("line", pa.int64()), ("row", pa.string()),
-                *[(n, pa.int32()) for n in ("labeled", "top1", "top3", "unknown")]]))
+            yield pa.RecordBatch.from_pydict(
+                out,
+                schema=pa.schema(
+                    [
+                        ("file", pa.int32()),
+                        ("line", pa.int64()),
+                        ("row", pa.string()),
+                        *[(n, pa.int32()) for n in ("labeled", "top1", "top3", "unknown")],
+                    ]
+                ),
+            )
 
     return rows
 
@@ -323,8 +352,10 @@ def _errors_function(sources: list[str]):
         import pyarrow as pa
 
         for batch in batches:
-            items = [(BadRecord(sources[i["file"]], i["line"], i["reason"], i["id"], i["kind"]), i["kind"], i["reason"])
-                     for i in batch.to_pylist()]
+            items = [
+                (BadRecord(sources[i["file"]], i["line"], i["reason"], i["id"], i["kind"]), i["kind"], i["reason"])
+                for i in batch.to_pylist()
+            ]
             text = error_rows(items).decode("utf-8")
             yield pa.RecordBatch.from_pydict({"row": text.splitlines()}, schema=pa.schema([("row", pa.string())]))
 
@@ -343,14 +374,22 @@ class SparkLabelResult(LabelResult):
 def output_kind(output: Path) -> str:
     kind = OUTPUT_KINDS.get(output.suffix.lower())
     if kind is None:
-        raise UsageError(f"{output}: with --engine spark the output is a folder of partitions named *.jsonl or "
-                         f"*.parquet")
+        raise UsageError(
+            f"{output}: with --engine spark the output is a folder of partitions named *.jsonl or *.parquet"
+        )
     return kind
 
 
-def label_with_spark(inputs: Sequence[Path], output: Path, model_uri: str, *, top_k: int = 3,
-                     fmt: str | None = None, options: SparkOptions = SparkOptions(),
-                     notice: Callable[[str], None] = lambda message: None) -> SparkLabelResult:
+def label_with_spark(
+    inputs: Sequence[Path],
+    output: Path,
+    model_uri: str,
+    *,
+    top_k: int = 3,
+    fmt: str | None = None,
+    options: SparkOptions = SparkOptions(),
+    notice: Callable[[str], None] = lambda message: None,
+) -> SparkLabelResult:
     """Label every record of ``inputs`` into the folder ``output`` on Spark (see the module doc)."""
     started = time.perf_counter()
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
@@ -360,15 +399,18 @@ def label_with_spark(inputs: Sequence[Path], output: Path, model_uri: str, *, to
     kind = output_kind(output)
     formats = [input_format(p, fmt) for p in inputs]  # IngestError up front: missing/unreadable/empty/corrupt
     staging = partial_path(output)
-    with tempfile.TemporaryDirectory(prefix="papertrack-spark-model-") as model_dir, \
-            ThreadPoolExecutor(1, thread_name_prefix="papertrack-spark-start") as pool:
+    with (
+        tempfile.TemporaryDirectory(prefix="papertrack-spark-model-") as model_dir,
+        ThreadPoolExecutor(1, thread_name_prefix="papertrack-spark-start") as pool,
+    ):
         # the JVM starts while the driver downloads and checks the model (two processes: the wait overlaps)
         starting = pool.submit(_timed, spark_session, options)
         try:
             predictor_info = _download_model(model_uri, Path(model_dir))
             if not 1 <= top_k <= predictor_info["n_labels"]:
-                raise LabelError(f"--top-k must be between 1 and {predictor_info['n_labels']} (the number of "
-                                 f"labels), got {top_k}")
+                raise LabelError(
+                    f"--top-k must be between 1 and {predictor_info['n_labels']} (the number of labels), got {top_k}"
+                )
         except BaseException:
             if starting.exception() is None:
                 starting.result()[0].stop()
@@ -380,14 +422,23 @@ def label_with_spark(inputs: Sequence[Path], output: Path, model_uri: str, *, to
             shutil.rmtree(staging)
         try:
             job_started = time.perf_counter()
-            counters, partitions = _run(spark, inputs, formats, staging, kind, predictor_info, top_k, options,
-                                        timings)
+            counters, partitions = _run(spark, inputs, formats, staging, kind, predictor_info, top_k, options, timings)
             timings["job"] = round(time.perf_counter() - job_started, 3)
-            summary = {"inputs": [str(p) for p in inputs], "formats": formats, "output": str(output),
-                       "kind": kind, "top_k": top_k, "model_uri": model_uri, "model": predictor_info["identity"],
-                       "master": spark.sparkContext.master, "partitions": partitions,
-                       "counters": asdict(counters), "seconds": round(time.perf_counter() - started, 3),
-                       "timings": timings, "arrow_batch": spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")}
+            summary = {
+                "inputs": [str(p) for p in inputs],
+                "formats": formats,
+                "output": str(output),
+                "kind": kind,
+                "top_k": top_k,
+                "model_uri": model_uri,
+                "model": predictor_info["identity"],
+                "master": spark.sparkContext.master,
+                "partitions": partitions,
+                "counters": asdict(counters),
+                "seconds": round(time.perf_counter() - started, 3),
+                "timings": timings,
+                "arrow_batch": spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch"),
+            }
             (staging / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
             if output.exists():
                 shutil.rmtree(output) if output.is_dir() else output.unlink()
@@ -401,8 +452,15 @@ def label_with_spark(inputs: Sequence[Path], output: Path, model_uri: str, *, to
         finally:
             spark.stop()
     paths = Paths(output / "labels", output / "errors")
-    return SparkLabelResult(counters, paths, time.perf_counter() - started, 0, [str(p) for p in inputs],
-                            master=summary["master"], partitions=partitions)
+    return SparkLabelResult(
+        counters,
+        paths,
+        time.perf_counter() - started,
+        0,
+        [str(p) for p in inputs],
+        master=summary["master"],
+        partitions=partitions,
+    )
 
 
 def _timed(function, *args):
@@ -424,10 +482,16 @@ def _download_model(model_uri: str, target: Path) -> dict:
         local = download_artifacts(artifact_uri=model_uri, dst_path=str(target))
         predictor, pyfunc = load_predictor(local)
     except (MlflowException, OSError) as exc:
-        raise ModelMissing(f"cannot load {model_uri} from {tracking_uri}: {_first_line(exc)}. "
-                           f"{TRAIN_HINT} (or pass --model).") from None
-    return {"path": local, "n_labels": predictor.space.n_labels, "labels": frozenset(predictor.space.labels),
-            "identity": predictor.card.identity(), "json_output": _has_param(pyfunc, "output")}
+        raise ModelMissing(
+            f"cannot load {model_uri} from {tracking_uri}: {_first_line(exc)}. {TRAIN_HINT} (or pass --model)."
+        ) from None
+    return {
+        "path": local,
+        "n_labels": predictor.space.n_labels,
+        "labels": frozenset(predictor.space.labels),
+        "identity": predictor.card.identity(),
+        "json_output": _has_param(pyfunc, "output"),
+    }
 
 
 def _has_param(pyfunc, name: str) -> bool:
@@ -435,8 +499,17 @@ def _has_param(pyfunc, name: str) -> bool:
     return params is not None and any(spec.name == name for spec in params.params)
 
 
-def _run(spark, inputs: list[Path], formats: list[str], staging: Path, kind: str, model: dict, top_k: int,
-         options: SparkOptions, timings: dict[str, float]) -> tuple[Counters, int]:
+def _run(
+    spark,
+    inputs: list[Path],
+    formats: list[str],
+    staging: Path,
+    kind: str,
+    model: dict,
+    top_k: int,
+    options: SparkOptions,
+    timings: dict[str, float],
+) -> tuple[Counters, int]:
     """The job; ``timings`` gets the seconds of each step: plan (reading the inputs' layout, the model's UDF),
     labels (read + parse + label + write: the work), errors, counts."""
     import mlflow.pyfunc
@@ -462,14 +535,23 @@ def _run(spark, inputs: list[Path], formats: list[str], staging: Path, kind: str
     partitions = options.partitions or spark.sparkContext.defaultParallelism
     # range-partitioned by (file, line) before parsing: the JSON lines are parsed in parallel even when they
     # come from one split (a .gz file), and the part files come out in input order
-    items = (raw.repartitionByRange(partitions, "file", "line").sortWithinPartitions("file", "line")
-             .mapInArrow(_parse_function(sources), ITEM_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK))
+    items = (
+        raw.repartitionByRange(partitions, "file", "line")
+        .sortWithinPartitions("file", "line")
+        .mapInArrow(_parse_function(sources), ITEM_SCHEMA)
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
 
     k = min(max(top_k, SUMMARY_K), model["n_labels"])
     with _quiet_logger("mlflow"):  # its advice to use conda instead of this very environment
         if model["json_output"]:  # one JSON string per answer: no value-by-value conversion of nested columns
-            predict = mlflow.pyfunc.spark_udf(spark, model["path"], env_manager="local", result_type="string",
-                                              params={"top_k": k, "output": OUTPUT_JSON})
+            predict = mlflow.pyfunc.spark_udf(
+                spark,
+                model["path"],
+                env_manager="local",
+                result_type="string",
+                params={"top_k": k, "output": OUTPUT_JSON},
+            )
         else:
             predict = mlflow.pyfunc.spark_udf(spark, model["path"], env_manager="local", params={"top_k": k})
     step("plan")
@@ -477,13 +559,22 @@ def _run(spark, inputs: list[Path], formats: list[str], staging: Path, kind: str
     answered = good.withColumn("prediction", predict("abstract", "title"))
     # the rows' counts are collected while the rows are written (no second pass over them)
     row_counts = Observation("papertrack-rows")
-    rows = answered.drop("abstract").mapInArrow(_rows_function(sources, top_k, model["labels"]), ROW_SCHEMA).observe(
-        row_counts, F.count(F.lit(1)).alias("rows"), *[F.sum(c).alias(c) for c in ("labeled", "top1", "top3", "unknown")])
+    rows = (
+        answered.drop("abstract")
+        .mapInArrow(_rows_function(sources, top_k, model["labels"]), ROW_SCHEMA)
+        .observe(
+            row_counts,
+            F.count(F.lit(1)).alias("rows"),
+            *[F.sum(c).alias(c) for c in ("labeled", "top1", "top3", "unknown")],
+        )
+    )
     if kind == "jsonl":
         rows.select("row").write.text(str(staging / "labels"))
         _rename_parts(staging / "labels", ".txt", ".jsonl")
     else:
-        rows.select(F.from_json("row", PARQUET_ROW_SCHEMA).alias("r")).select("r.*").write.parquet(str(staging / "labels"))
+        rows.select(F.from_json("row", PARQUET_ROW_SCHEMA).alias("r")).select("r.*").write.parquet(
+            str(staging / "labels")
+        )
         _rename_parts(staging / "labels", ".parquet", ".parquet")
     step("labels")
     # the cached items are range-partitioned and sorted by (file, line): one partition, in order, no shuffle
@@ -494,13 +585,24 @@ def _run(spark, inputs: list[Path], formats: list[str], staging: Path, kind: str
 
     # one pass over the cached inputs: how many, how many errors (inputs with a kind), duplicate ids
     totals = row_counts.get
-    seen = items.agg(F.count("*").alias("inputs"), F.count("kind").alias("errors"),
-                     F.count(F.when(F.col("kind") == "header", 1)).alias("headers"), F.count("id").alias("ids"),
-                     F.countDistinct("id").alias("distinct")).collect()[0]
-    counters = Counters(inputs=seen["inputs"], rows=totals["rows"], errors=seen["errors"],
-                        labeled=totals["labeled"] or 0, top1=totals["top1"] or 0, top3=totals["top3"] or 0,
-                        unknown_labels=totals["unknown"] or 0, duplicate_ids=seen["ids"] - seen["distinct"],
-                        headers=seen["headers"])
+    seen = items.agg(
+        F.count("*").alias("inputs"),
+        F.count("kind").alias("errors"),
+        F.count(F.when(F.col("kind") == "header", 1)).alias("headers"),
+        F.count("id").alias("ids"),
+        F.countDistinct("id").alias("distinct"),
+    ).collect()[0]
+    counters = Counters(
+        inputs=seen["inputs"],
+        rows=totals["rows"],
+        errors=seen["errors"],
+        labeled=totals["labeled"] or 0,
+        top1=totals["top1"] or 0,
+        top3=totals["top3"] or 0,
+        unknown_labels=totals["unknown"] or 0,
+        duplicate_ids=seen["ids"] - seen["distinct"],
+        headers=seen["headers"],
+    )
     items.unpersist()
     step("counts")
     if counters.inputs != counters.rows + counters.errors:  # pragma: no cover - a bug, never data

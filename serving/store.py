@@ -29,8 +29,12 @@ def model_tag() -> str:
 def service_env(tag: str, workers: int = 1, access_log: bool = False) -> dict[str, str]:
     """The environment for ``bentoml serve``/``bentoml build`` of the service with the model ``tag``."""
     settings.quiet_third_parties()
-    env = {**os.environ, settings.BENTO_MODEL_ENV: tag, settings.WORKERS_ENV: str(workers),
-           settings.ACCESS_LOG_ENV: str(access_log).lower()}
+    env = {
+        **os.environ,
+        settings.BENTO_MODEL_ENV: tag,
+        settings.WORKERS_ENV: str(workers),
+        settings.ACCESS_LOG_ENV: str(access_log).lower(),
+    }
     # a served model must not store the embedding of every distinct request abstract on disk for ever
     # (~5.5 kB each); the embedder's in-memory cache is bounded. An explicit setting wins.
     env.setdefault(settings.EMBEDDING_CACHE_ENV, "off")
@@ -59,8 +63,10 @@ def find_champion(alias: str = settings.CHAMPION, name: str = settings.MODEL_NAM
     uri = store.configure()
     version = registry.version_by_alias(alias, name)
     if version is None:
-        raise NoModelError(f"no model registered as {name}@{alias} in {uri}. {TRAIN_HINT} "
-                              f"(or set PAPERTRACK_HOME / MLFLOW_TRACKING_URI to the store that has one).")
+        raise NoModelError(
+            f"no model registered as {name}@{alias} in {uri}. {TRAIN_HINT} "
+            f"(or set PAPERTRACK_HOME / MLFLOW_TRACKING_URI to the store that has one)."
+        )
     tags = dict(version.tags or {})
     run_id = tags.get("run_id") or version.run_id or ""
     return Champion(name, str(version.version), run_id, alias, tags)
@@ -82,9 +88,14 @@ def import_champion(alias: str = settings.CHAMPION, name: str = settings.MODEL_N
         champion.model_uri,
         labels={"registered_model": name, "version": champion.version, "alias": alias},
         metadata={
-            "registered_model": name, "version": champion.version, "run_id": champion.run_id, "alias": alias,
-            "model_uri": champion.model_uri, "candidate": champion.tags.get("candidate"),
-            "data_digest": champion.tags.get("data_digest"), "metrics": metrics,
+            "registered_model": name,
+            "version": champion.version,
+            "run_id": champion.run_id,
+            "alias": alias,
+            "model_uri": champion.model_uri,
+            "candidate": champion.tags.get("candidate"),
+            "data_digest": champion.tags.get("data_digest"),
+            "metrics": metrics,
         },
     )
 
@@ -102,5 +113,7 @@ def stored_model(tag: str | None = None):
 
 
 def missing_message(tag: str) -> str:
-    return (f"model {tag} is not in the BentoML model store. {TRAIN_HINT}, then `papertrack serve` or "
-            f"`papertrack build` (both import the champion into the store first).")
+    return (
+        f"model {tag} is not in the BentoML model store. {TRAIN_HINT}, then `papertrack serve` or "
+        f"`papertrack build` (both import the champion into the store first)."
+    )

@@ -29,8 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from papertrack.errors import UsageError
-from papertrack.features.ingest import (SUGGESTED_FIELD, SUGGESTED_MARKER, BadRecord, Record, iter_records,
-                                        make_id)
+from papertrack.features.ingest import SUGGESTED_FIELD, SUGGESTED_MARKER, BadRecord, Record, iter_records, make_id
 
 STRATEGIES = ("diverse", "uncertainty", "random")
 MEASURES = ("margin", "entropy")
@@ -58,8 +57,17 @@ def uncertainty(proba: np.ndarray, measure: str = "margin") -> np.ndarray:
     raise UsageError(f"unknown uncertainty measure {measure!r}; known: {', '.join(MEASURES)}")
 
 
-def choose(proba: np.ndarray, n: int, strategy: str = "diverse", *, features=None, measure: str = "margin",
-           seed: int = 42, pool_factor: int = POOL_FACTOR, diversity: float = DIVERSITY) -> list[int]:
+def choose(
+    proba: np.ndarray,
+    n: int,
+    strategy: str = "diverse",
+    *,
+    features=None,
+    measure: str = "margin",
+    seed: int = 42,
+    pool_factor: int = POOL_FACTOR,
+    diversity: float = DIVERSITY,
+) -> list[int]:
     """Row indices of the ``n`` picks, best first. ``features`` (rows of unit length, sparse or dense)
     are needed by ``diverse`` only."""
     if strategy not in STRATEGIES:
@@ -76,11 +84,12 @@ def choose(proba: np.ndarray, n: int, strategy: str = "diverse", *, features=Non
         return [int(i) for i in order[:n]]
     if features is None:
         raise ValueError("the diverse strategy needs the pool's text features")
-    return mmr(scores, features, n, candidates=order[:max(n, n * pool_factor)], diversity=diversity)
+    return mmr(scores, features, n, candidates=order[: max(n, n * pool_factor)], diversity=diversity)
 
 
-def mmr(scores: np.ndarray, features, n: int, *, candidates: np.ndarray | None = None,
-        diversity: float = DIVERSITY) -> list[int]:
+def mmr(
+    scores: np.ndarray, features, n: int, *, candidates: np.ndarray | None = None, diversity: float = DIVERSITY
+) -> list[int]:
     """Greedy maximal marginal relevance: each step takes the candidate maximising
     ``(1 − diversity)·score − diversity·(highest cosine to an earlier pick)``; scores are rescaled to
     [0, 1] over the candidates, ``features`` rows have unit length. A near-duplicate of a pick (cosine
@@ -147,8 +156,16 @@ class Suggestion:
         return self.tracks[0]["label"]
 
 
-def suggest(predictor, records: Sequence[Record], n: int, strategy: str = "diverse", *, measure: str = "margin",
-            seed: int = 42, notice=lambda message: None) -> list[Suggestion]:
+def suggest(
+    predictor,
+    records: Sequence[Record],
+    n: int,
+    strategy: str = "diverse",
+    *,
+    measure: str = "margin",
+    seed: int = 42,
+    notice=lambda message: None,
+) -> list[Suggestion]:
     """The ``n`` records to label next, with the model's top-3 for each."""
     abstracts, titles = [r.abstract for r in records], [r.title for r in records]
     proba = predictor.predict_proba(abstracts, titles)
@@ -158,9 +175,15 @@ def suggest(predictor, records: Sequence[Record], n: int, strategy: str = "diver
     picks = choose(proba, n, strategy, features=features, measure=measure, seed=seed)
     scores = uncertainty(proba, measure)
     answers = predictor.rank(proba[picks], min(TOP_K, predictor.space.n_labels)) if picks else []
-    return [Suggestion(records[i], rank, float(scores[i]),
-                       [{"label": t["label"], "probability": float(t["probability"])} for t in answer["tracks"]])
-            for rank, (i, answer) in enumerate(zip(picks, answers), start=1)]
+    return [
+        Suggestion(
+            records[i],
+            rank,
+            float(scores[i]),
+            [{"label": t["label"], "probability": float(t["probability"])} for t in answer["tracks"]],
+        )
+        for rank, (i, answer) in enumerate(zip(picks, answers), start=1)
+    ]
 
 
 def pool_features(predictor, abstracts: Sequence[str], titles: Sequence[str | None], notice=lambda message: None):
@@ -203,12 +226,17 @@ TEXT_HEADER = """\
 
 def render(suggestions: Sequence[Suggestion], kind: str, *, strategy: str, model: str, name: str) -> str:
     if kind == "text":
-        parts = [TEXT_HEADER.format(n=len(suggestions), strategy=strategy, model=model, marker=SUGGESTED_MARKER,
-                                    name=name)]
+        parts = [
+            TEXT_HEADER.format(n=len(suggestions), strategy=strategy, model=model, marker=SUGGESTED_MARKER, name=name)
+        ]
         for s in suggestions:
             r = s.record
-            lines = ["", f"{SUGGESTED_MARKER} {s.guess}", f"# top-3: {_top3_text(s.tracks)}",
-                     f"# rank {s.rank}, uncertainty {s.uncertainty:.3f}, id {r.id}, from {r.source}:{r.line}"]
+            lines = [
+                "",
+                f"{SUGGESTED_MARKER} {s.guess}",
+                f"# top-3: {_top3_text(s.tracks)}",
+                f"# rank {s.rank}, uncertainty {s.uncertainty:.3f}, id {r.id}, from {r.source}:{r.line}",
+            ]
             if r.title:
                 lines.append(f"# title: {r.title}")
             lines.append(s.guess)
@@ -218,18 +246,33 @@ def render(suggestions: Sequence[Suggestion], kind: str, *, strategy: str, model
             lines += ["", (" " + r.abstract) if r.abstract.startswith("#") else r.abstract]
             parts.append("\n".join(lines) + "\n")
         return "".join(parts)
-    rows = [{"id": s.record.id, "title": s.record.title, "authors": s.record.authors, "abstract": s.record.abstract,
-             "label": s.guess, SUGGESTED_FIELD: s.guess, "top3": s.tracks, "uncertainty": round(s.uncertainty, 6),
-             "rank": s.rank, "source": s.record.source, "line": s.record.line} for s in suggestions]
+    rows = [
+        {
+            "id": s.record.id,
+            "title": s.record.title,
+            "authors": s.record.authors,
+            "abstract": s.record.abstract,
+            "label": s.guess,
+            SUGGESTED_FIELD: s.guess,
+            "top3": s.tracks,
+            "uncertainty": round(s.uncertainty, 6),
+            "rank": s.rank,
+            "source": s.record.source,
+            "line": s.record.line,
+        }
+        for s in suggestions
+    ]
     if kind == "jsonl":
         return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["id", "abstract", "label"],
-                            lineterminator="\n")
+    writer = csv.DictWriter(
+        buffer, fieldnames=list(rows[0]) if rows else ["id", "abstract", "label"], lineterminator="\n"
+    )
     writer.writeheader()
     for row in rows:
-        writer.writerow({**row, "top3": _top3_text(row["top3"]), "title": row["title"] or "",
-                         "authors": row["authors"] or ""})
+        writer.writerow(
+            {**row, "top3": _top3_text(row["top3"]), "title": row["title"] or "", "authors": row["authors"] or ""}
+        )
     return buffer.getvalue()
 
 
@@ -243,8 +286,9 @@ def check_output(path: Path, inputs: Sequence[Path]) -> None:
     for source in inputs:
         for target in (path, _tmp_path(path)):
             if same_file(Path(source), target):
-                raise UsageError(f"-o {target} is one of the inputs (writing the picks would replace it); "
-                                 f"choose another output")
+                raise UsageError(
+                    f"-o {target} is one of the inputs (writing the picks would replace it); choose another output"
+                )
 
 
 def _tmp_path(path: Path) -> Path:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -33,19 +33,29 @@ def load_model(model_uri: str):
 
 
 def suggest(
-    dumps: Annotated[list[Path], typer.Argument(help="Unlabeled dump(s): JSONL/JSON/CSV or text dumps, optionally .gz; "
-                                                     "- reads standard input.", show_default=False)],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the picks: .txt (labeled text dump "
-                                         "to edit), .jsonl or .csv.")] = Path("to_label.txt"),
+    dumps: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Unlabeled dump(s): JSONL/JSON/CSV or text dumps, optionally .gz; - reads standard input.",
+            show_default=False,
+        ),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output", "-o", help="Where to write the picks: .txt (labeled text dump to edit), .jsonl or .csv."
+        ),
+    ] = Path("to_label.txt"),
     n: Annotated[int, typer.Option("-n", "--number", min=1, help="How many abstracts to pick.")] = 50,
-    strategy: Annotated[str, typer.Option(help="diverse (uncertain and unlike each other), uncertainty, or random.")]
-    = "diverse",
+    strategy: Annotated[
+        str, typer.Option(help="diverse (uncertain and unlike each other), uncertainty, or random.")
+    ] = "diverse",
     measure: Annotated[str, typer.Option(help="Uncertainty: margin (1 - (p1 - p2)) or entropy.")] = "margin",
-    model: Annotated[str, typer.Option("--model", "-m", help="MLflow model URI.")]
-    = f"models:/{settings.MODEL_NAME}@{settings.CHAMPION}",
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="MLflow model URI.")
+    ] = f"models:/{settings.MODEL_NAME}@{settings.CHAMPION}",
     seed: Annotated[int, typer.Option(help="Seed of the random strategy.")] = settings.DEFAULT_SEED,
-    fmt: Annotated[Optional[str], typer.Option("--format", help=f"Force the input format: {', '.join(FORMATS)}.")]
-    = None,
+    fmt: Annotated[str | None, typer.Option("--format", help=f"Force the input format: {', '.join(FORMATS)}.")] = None,
 ) -> None:
     """Pick the abstracts whose labels would teach the model most; write them, pre-labeled with its guess, to edit."""
     from papertrack.features.stdin import expand_stdin
@@ -62,8 +72,10 @@ def suggest(
     note = lambda message: err_console.print(f"[yellow]note:[/] {escape(message)}", soft_wrap=True)  # noqa: E731
     if pool.bad:
         first = pool.bad[0]
-        note(f"{len(pool.bad):,} record(s) cannot be used and are not in the pool (first: {first.source}:"
-             f"{first.line}: {first.reason})")
+        note(
+            f"{len(pool.bad):,} record(s) cannot be used and are not in the pool (first: {first.source}:"
+            f"{first.line}: {first.reason})"
+        )
     if pool.headers:
         note(f"{pool.headers:,} header paragraph(s) of text dumps skipped")
     if pool.duplicates:
@@ -74,11 +86,15 @@ def suggest(
     picks = s.suggest(predictor, pool.records, n, strategy, measure=measure, seed=seed, notice=note)
     s.write_suggestions(output, picks, strategy=strategy, model=predictor.card.short())
     mean = sum(p.uncertainty for p in picks) / len(picks)
-    print(f"Picked {len(picks):,} of {len(pool.records):,} abstracts ({strategy}, mean {measure} uncertainty "
-          f"{mean:.3f}) with {model} ({predictor.card.short()}) -> {output}")
+    print(
+        f"Picked {len(picks):,} of {len(pool.records):,} abstracts ({strategy}, mean {measure} uncertainty "
+        f"{mean:.3f}) with {model} ({predictor.card.short()}) -> {output}"
+    )
     if s.output_kind(output) == "text":
-        print(f"Edit the label lines (delete a '# model-suggested:' line once its label is checked), then: "
-              f"papertrack train --data <training data> --data {output}")
+        print(
+            f"Edit the label lines (delete a '# model-suggested:' line once its label is checked), then: "
+            f"papertrack train --data <training data> --data {output}"
+        )
 
 
 def add_commands(app: typer.Typer) -> None:

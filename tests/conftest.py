@@ -102,10 +102,12 @@ def bentoml_home(home: Path):
     saved = {k: os.environ.get(k) for k in ("BENTOML_HOME", "PAPERTRACK_BENTO_MODEL")}
     os.environ["BENTOML_HOME"] = str(home)
     try:
-        with BentoMLContainer.bentoml_home.patch(str(home)), \
-                BentoMLContainer.model_store.patch(ModelStore(home / "models")), \
-                BentoMLContainer.bento_store.patch(BentoStore(home / "bentos")), \
-                BentoMLContainer.metrics_client.patch(PrometheusClient(multiproc=False)):
+        with (
+            BentoMLContainer.bentoml_home.patch(str(home)),
+            BentoMLContainer.model_store.patch(ModelStore(home / "models")),
+            BentoMLContainer.bento_store.patch(BentoStore(home / "bentos")),
+            BentoMLContainer.metrics_client.patch(PrometheusClient(multiproc=False)),
+        ):
             yield home
     finally:
         for key, value in saved.items():
@@ -116,8 +118,15 @@ def bentoml_home(home: Path):
 
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's Chromium, driven by Playwright (no browser download)
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(scope="module")

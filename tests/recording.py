@@ -25,5 +25,10 @@ class RecordingTfidf(TransformerMixin, BaseEstimator):
 
 def recording_candidate(name: str, C: float) -> Candidate:
     """A logistic-regression candidate over RecordingTfidf features."""
-    return Candidate(name, "logreg", "tfidf-recording", {"C": C},
-                     lambda n, seed: TextClassifier(RecordingTfidf(), LogisticRegression(C=C, max_iter=200), n))
+    return Candidate(
+        name,
+        "logreg",
+        "tfidf-recording",
+        {"C": C},
+        lambda n, seed: TextClassifier(RecordingTfidf(), LogisticRegression(C=C, max_iter=200), n),
+    )

@@ -55,8 +55,14 @@ def fitted_predictor(per_label: int = 30, seed: int = 0) -> tuple[TrackPredictor
         model = build().fit([t for t, m in zip(texts, train) if m], y[train])
         oof[test] = model.predict_proba([t for t, m in zip(texts, test) if m])
     classifier = build().fit(texts, y)
-    card = ModelCard(candidate="synthetic-logreg", family="logreg", data_digest="test", run_id="0" * 32,
-                     n_labels=space.n_labels, n_areas=len(space.areas))
+    card = ModelCard(
+        candidate="synthetic-logreg",
+        family="logreg",
+        data_digest="test",
+        run_id="0" * 32,
+        n_labels=space.n_labels,
+        n_areas=len(space.areas),
+    )
     profile = build_profile(texts, y, space, oof, seed=seed)
     return TrackPredictor(classifier, space, card, training_profile=profile), texts, labels
 

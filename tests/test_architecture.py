@@ -21,10 +21,24 @@ LAYERS = ("features", "models", "training", "serving")
 ALLOWED = {
     "features": {"papertrack.settings", "papertrack.errors", "papertrack"},
     "models": {"features", "papertrack.settings", "papertrack.errors", "papertrack"},
-    "training": {"features", "models", "papertrack.settings", "papertrack.errors", "papertrack.store",
-                 "papertrack.registry", "papertrack"},
-    "serving": {"features", "models", "papertrack.settings", "papertrack.errors", "papertrack.store",
-                "papertrack.registry", "papertrack"},
+    "training": {
+        "features",
+        "models",
+        "papertrack.settings",
+        "papertrack.errors",
+        "papertrack.store",
+        "papertrack.registry",
+        "papertrack",
+    },
+    "serving": {
+        "features",
+        "models",
+        "papertrack.settings",
+        "papertrack.errors",
+        "papertrack.store",
+        "papertrack.registry",
+        "papertrack",
+    },
     "shared": {"papertrack.settings", "papertrack.errors", "papertrack.store", "papertrack.registry", "papertrack"},
 }
 SHARED_MODULES = ("settings", "errors", "store", "registry", "cli")
@@ -79,10 +93,12 @@ def test_the_shared_layer_imports_no_layer_above_features():
 
 
 def test_serving_loads_neither_training_nor_matplotlib():
-    code = ("import json, sys\n"
-            "import papertrack.serving.service, papertrack.serving.labeler\n"
-            "print(json.dumps(sorted(n for n in sys.modules if n.startswith('papertrack.training') "
-            "or n.split('.')[0] == 'matplotlib')))\n")
+    code = (
+        "import json, sys\n"
+        "import papertrack.serving.service, papertrack.serving.labeler\n"
+        "print(json.dumps(sorted(n for n in sys.modules if n.startswith('papertrack.training') "
+        "or n.split('.')[0] == 'matplotlib')))\n"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
     loaded = json.loads(result.stdout.strip().splitlines()[-1])
@@ -90,8 +106,10 @@ def test_serving_loads_neither_training_nor_matplotlib():
 
 
 def test_request_schemas_load_neither_mlflow_nor_pandas():
-    code = ("import json, sys\nimport papertrack.serving.schemas\n"
-            "print(json.dumps(sorted(n for n in ('mlflow', 'pandas') if n in sys.modules)))\n")
+    code = (
+        "import json, sys\nimport papertrack.serving.schemas\n"
+        "print(json.dumps(sorted(n for n in ('mlflow', 'pandas') if n in sys.modules)))\n"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == []

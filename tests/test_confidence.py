@@ -8,8 +8,15 @@ import json
 import numpy as np
 import pytest
 
-from papertrack.models.confidence import (aps_scores, calibrate, conformal_quantile, covered, prediction_sets,
-                                          risk_coverage, top1_threshold)
+from papertrack.models.confidence import (
+    aps_scores,
+    calibrate,
+    conformal_quantile,
+    covered,
+    prediction_sets,
+    risk_coverage,
+    top1_threshold,
+)
 
 
 def calibrated_sample(n: int, labels: int = 20, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -38,7 +45,7 @@ def test_sets_are_ranked_prefixes_never_empty_and_longer_when_unsure():
     confidence = calibrate(proba, y)
     sets = confidence.sets(proba)
     order = np.argsort(-proba, axis=1, kind="stable")
-    assert all(len(s) >= 1 and list(s) == list(order[i, :len(s)]) for i, s in enumerate(sets))
+    assert all(len(s) >= 1 and list(s) == list(order[i, : len(s)]) for i, s in enumerate(sets))
     sizes = np.array([len(s) for s in sets])
     top = proba.max(axis=1)
     assert sizes[top > 0.8].mean() < sizes[top < 0.3].mean()

@@ -62,7 +62,9 @@ def test_a_fresh_dump_from_the_same_topics_stays_within_the_holdout_range(fitted
 def test_a_single_area_dump_is_far_and_warned_about(fitted):
     predictor, _, _ = fitted
     rng = np.random.default_rng(5)
-    words = TOPICS["Deep Learning · Attention Mechanisms"].split() + TOPICS["Deep Learning · Graph Neural Networks"].split()
+    words = (
+        TOPICS["Deep Learning · Attention Mechanisms"].split() + TOPICS["Deep Learning · Graph Neural Networks"].split()
+    )
     dump = [paper(words, rng) for _ in range(60)]
     report = _report(predictor, dump)
     assert report["area_js"] > 0.5 and report["label_js"] > 0.4

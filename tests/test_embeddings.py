@@ -33,6 +33,7 @@ TEXTS = [
 @pytest.fixture(scope="module")
 def model():
     """The packaged MiniLM, loaded once with every outgoing connection refused: it needs no network."""
+
     def refuse(*args, **kwargs):
         raise OSError("network access attempted while loading the embedding model")
 
@@ -96,7 +97,7 @@ def _write_shard(directory: str, worker: int) -> None:
     hashes = [emb.text_hash(f"text {i}") for i in range(400)]
     vectors = rng.standard_normal((400, 8)).astype(np.float32)
     for start in range(0, 400, 50):
-        cache.put("model", hashes[start:start + 50], vectors[start:start + 50])
+        cache.put("model", hashes[start : start + 50], vectors[start : start + 50])
 
 
 def test_cache_is_safe_with_concurrent_writers(tmp_path):
@@ -141,8 +142,15 @@ def embedding_sweep(data_dir, tmp_path_factory, model):
     from papertrack.training.sweep import run_sweep
 
     if "test-ensemble-emb" not in CANDIDATES:
-        register(ensemble_candidate("test-ensemble-emb", ["tfidf-word-cnb", "emb-minilm-logreg", "emb-minilm-knn"],
-                                    rule="geometric", steps=6, default=False))
+        register(
+            ensemble_candidate(
+                "test-ensemble-emb",
+                ["tfidf-word-cnb", "emb-minilm-logreg", "emb-minilm-knn"],
+                rule="geometric",
+                steps=6,
+                default=False,
+            )
+        )
     tmp = tmp_path_factory.mktemp("emb-sweep")
     # two records per label and year: both years' training sides are big enough for PCA(64) on the shift holdout
     data = sources_subset(data_dir, tmp / "small.jsonl", 2)
@@ -150,11 +158,17 @@ def embedding_sweep(data_dir, tmp_path_factory, model):
         mp.setenv("PAPERTRACK_HOME", str(tmp / "home"))
         mp.setenv(settings.EMBEDDING_CACHE_ENV, str(tmp / "cache"))
         emb.reset_embedders()
-        result = run_sweep([data], candidate_names=[*EMBEDDING_CANDIDATES, "test-ensemble-emb"], folds=2, seed=3,
-                           register=False)
+        result = run_sweep(
+            [data], candidate_names=[*EMBEDDING_CANDIDATES, "test-ensemble-emb"], folds=2, seed=3, register=False
+        )
         records, _ = load_dataset([str(data)], labeled=True)
-        yield {"result": result, "data": data, "training": TrainingSet.from_records(records), "home": tmp / "home",
-               "mp": mp}
+        yield {
+            "result": result,
+            "data": data,
+            "training": TrainingSet.from_records(records),
+            "home": tmp / "home",
+            "mp": mp,
+        }
     emb.reset_embedders()
 
 
@@ -172,8 +186,8 @@ def test_sweep_embeds_each_abstract_once(embedding_sweep):
 def test_each_embedding_family_trains_logs_and_predicts_through_the_pyfunc(embedding_sweep, name):
     import mlflow
 
-    from papertrack.models.artifact import load_predictor
     from papertrack import store as mlstore
+    from papertrack.models.artifact import load_predictor
     from papertrack.training.sweep import _refit_and_log
 
     result, training = embedding_sweep["result"], embedding_sweep["training"]

@@ -17,8 +17,14 @@ from papertrack.models.ensemble import WeightedEnsemble, combine
 from papertrack.models.hierarchy import LabelSpace
 from papertrack.training.ensemble import nested_cv, select_weights
 
-LABELS = ["Deep Learning · Large Language Models", "Deep Learning · Graph Neural Networks", "Theory",
-          "Theory · Learning Theory", "Optimization · Everything Else", "Reinforcement Learning"]
+LABELS = [
+    "Deep Learning · Large Language Models",
+    "Deep Learning · Graph Neural Networks",
+    "Theory",
+    "Theory · Learning Theory",
+    "Optimization · Everything Else",
+    "Reinforcement Learning",
+]
 
 
 def test_an_ensemble_of_an_unregistered_member_is_refused_when_declared():
@@ -46,8 +52,9 @@ def test_combined_probabilities_are_a_distribution_consistent_with_areas(rule):
     np.testing.assert_allclose(areas.sum(axis=1), 1.0, atol=1e-12)
     for a in range(len(space.areas)):
         np.testing.assert_allclose(areas[:, a], out[:, space.label_area == a].sum(axis=1))
-    np.testing.assert_allclose(combine(members, [1, 0, 0], rule), members[0] if rule == "mean" else
-                               combine([members[0]], [1], rule))
+    np.testing.assert_allclose(
+        combine(members, [1, 0, 0], rule), members[0] if rule == "mean" else combine([members[0]], [1], rule)
+    )
     with pytest.raises(ValueError):
         combine(members, [0, 0, 0], rule)
 
@@ -93,8 +100,9 @@ def test_fitted_ensemble_shares_feature_steps_and_gives_valid_distributions(smal
     _, data = small
     n = data.space.n_labels
     names = ["tfidf-word-cnb", "tfidf-word-svm", "tfidf-word12-cnb"]  # two of them on the same TF-IDF
-    ensemble = WeightedEnsemble([(m, CANDIDATES[m].build(n, 0), w) for m, w in zip(names, [0.5, 0.3, 0.2])],
-                                n, rule="geometric").fit(data.texts, data.y)
+    ensemble = WeightedEnsemble(
+        [(m, CANDIDATES[m].build(n, 0), w) for m, w in zip(names, [0.5, 0.3, 0.2])], n, rule="geometric"
+    ).fit(data.texts, data.y)
     models = {name: model for name, model, _ in ensemble.members_}
     assert models["tfidf-word-cnb"].features_ is models["tfidf-word-svm"].features_
     assert models["tfidf-word12-cnb"].features_ is not models["tfidf-word-cnb"].features_
@@ -113,23 +121,35 @@ def test_zero_weight_members_are_not_fitted(small):
 
     _, data = small
     n = data.space.n_labels
-    ensemble = WeightedEnsemble([("tfidf-word-cnb", CANDIDATES["tfidf-word-cnb"].build(n, 0), 1.0),
-                                 ("tfidf-char-svm", CANDIDATES["tfidf-char-svm"].build(n, 0), 0.0)], n)
+    ensemble = WeightedEnsemble(
+        [
+            ("tfidf-word-cnb", CANDIDATES["tfidf-word-cnb"].build(n, 0), 1.0),
+            ("tfidf-char-svm", CANDIDATES["tfidf-char-svm"].build(n, 0), 0.0),
+        ],
+        n,
+    )
     assert ensemble.weights == {"tfidf-word-cnb": 1.0}
 
 
 @pytest.mark.slow
 def test_tfidf_only_ensemble_sweeps_logs_and_predicts_through_the_pyfunc(small, tmp_path, monkeypatch):
+    from papertrack import store as mlstore
     from papertrack.models.artifact import load_predictor
     from papertrack.models.catalogue import CANDIDATES, register
-    from papertrack import store as mlstore
     from papertrack.training.sweep import _refit_and_log, run_sweep
 
     path, data = small
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
     if "test-ensemble-tfidf" not in CANDIDATES:
-        register(ensemble_candidate("test-ensemble-tfidf", ["tfidf-word-cnb", "tfidf-word-svm", "tfidf-word12-cnb"],
-                                    rule="geometric", steps=8, default=False))
+        register(
+            ensemble_candidate(
+                "test-ensemble-tfidf",
+                ["tfidf-word-cnb", "tfidf-word-svm", "tfidf-word12-cnb"],
+                rule="geometric",
+                steps=8,
+                default=False,
+            )
+        )
     assert CANDIDATES["test-ensemble-tfidf"].requirements == ()  # no torch needed
     result = run_sweep([path], candidate_names=["test-ensemble-tfidf"], folds=3, seed=5, register=False)
     names = [r.candidate.name for r in result.results]
@@ -146,7 +166,8 @@ def test_tfidf_only_ensemble_sweeps_logs_and_predicts_through_the_pyfunc(small, 
     assert isinstance(predictor.classifier, WeightedEnsemble)
     chosen = [float(w) for w in ens.candidate.params["weights"].split(", ")]
     assert predictor.classifier.weights == pytest.approx(
-        {m: w / sum(chosen) for m, w in zip(["tfidf-word-cnb", "tfidf-word-svm", "tfidf-word12-cnb"], chosen) if w > 0})
+        {m: w / sum(chosen) for m, w in zip(["tfidf-word-cnb", "tfidf-word-svm", "tfidf-word12-cnb"], chosen) if w > 0}
+    )
     frame = pd.read_json(path, lines=True).head(3)
     out = pyfunc.predict(frame[["abstract"]], params={"top_k": 2})
     assert [len(t) for t in out["tracks"]] == [2, 2, 2]

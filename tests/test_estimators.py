@@ -7,9 +7,14 @@ from papertrack.models.catalogue import CANDIDATES, select
 from papertrack.models.hierarchy import LabelSpace
 from papertrack.training.cv import fold_indices, stratification_groups
 
-TEXTS = ["graph neural networks message passing", "message passing on graphs with attention",
-         "policy gradient reinforcement learning agent", "reward shaping for the agent policy",
-         "differential privacy of gradient descent", "private learning under privacy budgets"] * 3
+TEXTS = [
+    "graph neural networks message passing",
+    "message passing on graphs with attention",
+    "policy gradient reinforcement learning agent",
+    "reward shaping for the agent policy",
+    "differential privacy of gradient descent",
+    "private learning under privacy budgets",
+] * 3
 LABELS = ["DL · Graph", "DL · Graph", "RL · Deep RL", "RL · Deep RL", "SA · Privacy", "SA · Privacy"] * 3
 
 
@@ -41,7 +46,7 @@ def test_rare_labels_are_stratified_by_area():
     folds = fold_indices(y, space, folds=5, seed=0)
     test_rows = np.concatenate([test for _, test in folds])
     assert sorted(test_rows.tolist()) == list(range(len(labels)))  # every row tested exactly once
-    for train, test in folds:  # every frequent label is in every training part
+    for train, _test in folds:  # every frequent label is in every training part
         assert {space.labels.index("A · x"), space.labels.index("B · y")} <= set(y[train].tolist())
 
 
@@ -51,8 +56,10 @@ def test_unknown_candidate_is_a_clear_error():
 
 
 def _tfidf_members(n_labels: int):
-    return [(name, CANDIDATES[name].build(n_labels, 0), w)
-            for name, w in (("tfidf-word-cnb", 0.5), ("tfidf-word-svm", 0.5), ("tfidf-word12-cnb", 0.0))]
+    return [
+        (name, CANDIDATES[name].build(n_labels, 0), w)
+        for name, w in (("tfidf-word-cnb", 0.5), ("tfidf-word-svm", 0.5), ("tfidf-word12-cnb", 0.0))
+    ]
 
 
 @pytest.mark.parametrize("kind", ["classifier", "ensemble"])
@@ -96,8 +103,14 @@ def test_composite_estimators_follow_the_scikit_learn_rules(kind):
     from papertrack.models.estimators import TextClassifier
 
     inner = EmbeddingFeatures("minilm")
-    nested = WeightedEnsemble([("a", model, 1.0), ("b", CANDIDATES["emb-minilm-knn"].build(n, 0), 1.0),
-                               ("c", TextClassifier(make_pipeline(inner), LogisticRegression(), n), 1.0)], n)
+    nested = WeightedEnsemble(
+        [
+            ("a", model, 1.0),
+            ("b", CANDIDATES["emb-minilm-knn"].build(n, 0), 1.0),
+            ("c", TextClassifier(make_pipeline(inner), LogisticRegression(), n), 1.0),
+        ],
+        n,
+    )
     found = embedding_steps(nested)
     assert len(found) == 2 and found[1] is inner and all(isinstance(f, EmbeddingFeatures) for f in found)
     assert embedding_steps(model) == []
@@ -114,16 +127,24 @@ def test_a_classifier_pickled_before_the_estimator_rules_still_predicts():
     new = WeightedEnsemble(_tfidf_members(space.n_labels), space.n_labels).fit(TEXTS, y)
     expected = new.predict_proba(TEXTS[:4])
     # the state an old pickle carried: fitted members in ``members``, fitted steps in ``features``
-    old_members = [(name, {"features": m.features_, "classifier": m.classifier_, "n_labels": m.n_labels}, w)
-                   for name, m, w in new.members_]
+    old_members = [
+        (name, {"features": m.features_, "classifier": m.classifier_, "n_labels": m.n_labels}, w)
+        for name, m, w in new.members_
+    ]
     old = WeightedEnsemble.__new__(WeightedEnsemble)
     members = []
     for name, state, w in old_members:
         member = type(new.members_[0][1]).__new__(type(new.members_[0][1]))
         member.__setstate__(state)
         members.append((name, member, w))
-    old.__setstate__({"members": members, "n_labels": space.n_labels, "rule": new.rule,
-                      "groups_": [(members[0][1].features_, [0, 1])]})
+    old.__setstate__(
+        {
+            "members": members,
+            "n_labels": space.n_labels,
+            "rule": new.rule,
+            "groups_": [(members[0][1].features_, [0, 1])],
+        }
+    )
     np.testing.assert_allclose(pickle.loads(pickle.dumps(old)).predict_proba(TEXTS[:4]), expected)
 
 
@@ -141,7 +162,8 @@ def test_fitted_weights_are_column_major_so_predict_reads_them_in_place():
         model = TextClassifier(TfidfVectorizer(), classifier, 3).fit(texts, y)
         assert getattr(model.classifier_, attr).flags["F_CONTIGUOUS"]
         plain = classifier.fit(TfidfVectorizer().fit_transform(texts), y)
-        np.testing.assert_array_equal(model.predict_proba(texts)[:, :2],
-                                      plain.predict_proba(TfidfVectorizer().fit(texts).transform(texts)))
+        np.testing.assert_array_equal(
+            model.predict_proba(texts)[:, :2], plain.predict_proba(TfidfVectorizer().fit(texts).transform(texts))
+        )
     scaled = TextClassifier(TfidfVectorizer(), TemperatureScaled(ComplementNB()), 2).fit(texts, y)
     assert scaled.classifier_.estimator_.feature_log_prob_.flags["F_CONTIGUOUS"]

@@ -48,8 +48,9 @@ def predictor_of(classifier_factory, name: str = "toy") -> tuple[TrackPredictor,
     texts, labels = corpus()
     space = LabelSpace.from_labels(labels)
     classifier = classifier_factory(space.n_labels).fit(texts, space.encode(labels))
-    card = ModelCard(candidate=name, family="toy", data_digest="d", run_id="r", n_labels=space.n_labels,
-                     n_areas=len(space.areas))
+    card = ModelCard(
+        candidate=name, family="toy", data_digest="d", run_id="r", n_labels=space.n_labels, n_areas=len(space.areas)
+    )
     index = NeighborIndex.build(texts, [f"id{i}" for i in range(len(texts))], [None] * len(texts), labels)
     return TrackPredictor(classifier, space, card, neighbors=index), texts, labels
 
@@ -61,12 +62,15 @@ def logreg(n):
 ABSTRACT = "A transformer with sparse attention heads over long token sequences; attention is all we need."
 
 
-@pytest.mark.parametrize("factory,family", [
-    (logreg, "logreg"),
-    (lambda n: TextClassifier(tfidf("word"), TemperatureScaled(LinearSVC(), random_state=0), n), "svm"),
-    (lambda n: TextClassifier(tfidf("word"), TemperatureScaled(ComplementNB(alpha=0.3), random_state=0), n), "cnb"),
-    (lambda n: TextClassifier(tfidf("union"), LogisticRegression(C=10, max_iter=300), n), "union"),
-])
+@pytest.mark.parametrize(
+    "factory,family",
+    [
+        (logreg, "logreg"),
+        (lambda n: TextClassifier(tfidf("word"), TemperatureScaled(LinearSVC(), random_state=0), n), "svm"),
+        (lambda n: TextClassifier(tfidf("word"), TemperatureScaled(ComplementNB(alpha=0.3), random_state=0), n), "cnb"),
+        (lambda n: TextClassifier(tfidf("union"), LogisticRegression(C=10, max_iter=300), n), "union"),
+    ],
+)
 def test_linear_terms_are_coefficient_times_tfidf(factory, family):
     predictor, _, _ = predictor_of(factory)
     result = explain(predictor, ABSTRACT, top_k=3, n_terms=50)
@@ -92,16 +96,29 @@ def test_linear_terms_are_coefficient_times_tfidf(factory, family):
     assert weights_sorted == sorted(weights_sorted, reverse=True) and min(weights_sorted) > 0
     # spans point at the words in the abstract
     for span in terms["attention"]["spans"]:
-        assert ABSTRACT[span[0]:span[1]].lower() == "attention"
+        assert ABSTRACT[span[0] : span[1]].lower() == "attention"
     assert len(terms["attention"]["spans"]) == 2
     assert len(result["explanations"]) == 3
 
 
 def test_ensemble_uses_its_linear_member_and_says_so():
     def build(n):
-        return WeightedEnsemble([("tfidf-word-logreg", logreg(n), 0.4),
-                                 ("svd-logreg", TextClassifier(make_pipeline(tfidf("word"), TruncatedSVD(5, random_state=0)),
-                                                               LogisticRegression(max_iter=300), n), 0.6)], n)
+        return WeightedEnsemble(
+            [
+                ("tfidf-word-logreg", logreg(n), 0.4),
+                (
+                    "svd-logreg",
+                    TextClassifier(
+                        make_pipeline(tfidf("word"), TruncatedSVD(5, random_state=0)),
+                        LogisticRegression(max_iter=300),
+                        n,
+                    ),
+                    0.6,
+                ),
+            ],
+            n,
+        )
+
     predictor, _, _ = predictor_of(build, "ens")
     result = explain(predictor, ABSTRACT)
     assert result["method"]["kind"] == "linear-member"
@@ -113,8 +130,10 @@ def test_ensemble_uses_its_linear_member_and_says_so():
 
 def test_other_models_are_explained_by_occlusion():
     def build(n):
-        return TextClassifier(make_pipeline(tfidf("word"), TruncatedSVD(6, random_state=0)),
-                              LogisticRegression(max_iter=500), n)
+        return TextClassifier(
+            make_pipeline(tfidf("word"), TruncatedSVD(6, random_state=0)), LogisticRegression(max_iter=500), n
+        )
+
     predictor, _, _ = predictor_of(build, "svd")
     result = explain(predictor, ABSTRACT, top_k=2, n_terms=5)
     assert result["method"]["kind"] == "occlusion"
@@ -195,8 +214,11 @@ def client(server):
     yield c
     c.http.close()
 
-REAL = ("We propose a sparse attention mechanism for transformers that reduces the quadratic cost of "
-        "self-attention on long sequences while matching dense attention on language modeling benchmarks.")
+
+REAL = (
+    "We propose a sparse attention mechanism for transformers that reduces the quadratic cost of "
+    "self-attention on long sequences while matching dense attention on language modeling benchmarks."
+)
 
 
 @pytest.mark.slow
@@ -211,8 +233,12 @@ def test_explain_endpoint(client):
     assert [e["label"] for e in body["explanations"]] == [t["label"] for t in body["tracks"]]
     assert body["explanations"][0]["terms"], body
     assert len(body["neighbors"]) == 5 and body["model"]["name"] == "papertrack"
-    for bad, where in (({"abstract": ""}, "abstract"), ({"abstract": "x" * 30_000}, "abstract"),
-                       ({"abstract": "ok", "top_k": 10_000}, "top_k"), ({"abstract": "ok", "neighbours": 3}, "neighbours")):
+    for bad, where in (
+        ({"abstract": ""}, "abstract"),
+        ({"abstract": "x" * 30_000}, "abstract"),
+        ({"abstract": "ok", "top_k": 10_000}, "top_k"),
+        ({"abstract": "ok", "neighbours": 3}, "neighbours"),
+    ):
         response = client.post("/explain", json=bad)
         assert response.status_code == 400 and where in response.json()["error"], response.text
 
@@ -235,16 +261,20 @@ def test_page_docs_and_static_files(client):
 @pytest.mark.slow
 def test_parse_dump_reads_every_layout_with_the_ingest_messages(client, data_dir):
     dump = (data_dir / "samples" / "labeled_dump.txt").read_bytes()
-    body = client.post("/parse_dump?filename=labeled_dump.txt", content=dump,
-                       headers={"Content-Type": "application/octet-stream"}).json()
+    body = client.post(
+        "/parse_dump?filename=labeled_dump.txt", content=dump, headers={"Content-Type": "application/octet-stream"}
+    ).json()
     assert body["format"] == "text-labeled" and len(body["papers"]) > 5
     assert all(p["abstract"] and p["label"] for p in body["papers"])
     jsonl = b'{"abstract": "one"}\n{"abstract": ""}\n{"abstract": "three", "title": "T"}\n'
     body = client.post("/parse_dump?filename=d.jsonl", content=jsonl).json()
     assert [p["abstract"] for p in body["papers"]] == ["one", "three"]
     assert body["errors"][0]["line"] == 2 and body["errors"][0]["kind"] == "empty"
-    cases = [("d.csv", b"title,text\nA,some text\n", "d.csv:1: "), ("d.bin", bytes(range(256)) * 4, "d.bin"),
-             ("e.jsonl", b"", "e.jsonl")]
+    cases = [
+        ("d.csv", b"title,text\nA,some text\n", "d.csv:1: "),
+        ("d.bin", bytes(range(256)) * 4, "d.bin"),
+        ("e.jsonl", b"", "e.jsonl"),
+    ]
     for name, content, prefix in cases:
         response = client.post(f"/parse_dump?filename={name}", content=content)
         assert response.status_code == 400, response.text

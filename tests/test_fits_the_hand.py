@@ -38,8 +38,11 @@ def test_help_is_plain_and_fits_80_columns(command):
     assert not too_long, too_long
     assert "<list[" not in text and "<str>" not in text and "<path>" not in text
     assert not re.search(r"\{[a-z_]+\}", text), text  # typer's {dumps}... placeholder
-    cut = [line for line in text.splitlines() if "…" in line or (re.search(r"[a-z]\.\.\.$", line)
-                                                                    and not line.startswith("Usage:"))]
+    cut = [
+        line
+        for line in text.splitlines()
+        if "…" in line or (re.search(r"[a-z]\.\.\.$", line) and not line.startswith("Usage:"))
+    ]
     assert not cut, cut  # no description or default cut short
 
 
@@ -68,8 +71,15 @@ def test_quiet_libraries_filters_the_known_notices(monkeypatch):
     assert os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] == "false"
     assert logging.getLogger("mlflow").getEffectiveLevel() >= logging.WARNING
     assert logging.getLogger("alembic").getEffectiveLevel() >= logging.WARNING
-    record = logging.LogRecord("mlflow.pyfunc", logging.WARNING, __file__, 1,
-                               "Passing a Python object as `python_model` causes it to be serialized", None, None)
+    record = logging.LogRecord(
+        "mlflow.pyfunc",
+        logging.WARNING,
+        __file__,
+        1,
+        "Passing a Python object as `python_model` causes it to be serialized",
+        None,
+        None,
+    )
     assert not logging.getLogger("mlflow.pyfunc").filter(record)
 
 
@@ -99,23 +109,29 @@ def test_a_subarea_typo_is_reported_once_with_the_nearest_track(tmp_path, caplog
 
     labels._warned.discard(("Theory", "Learning Theroy"))
     data = tmp_path / "typo.jsonl"
-    rows = [{"abstract": f"We bound the sample complexity of learning {i}.", "label": "Theory · Learning Theroy"}
-            for i in range(3)] + [{"abstract": "A new optimiser.", "label": "Optimization · Non-Convex"}]
+    rows = [
+        {"abstract": f"We bound the sample complexity of learning {i}.", "label": "Theory · Learning Theroy"}
+        for i in range(3)
+    ] + [{"abstract": "A new optimiser.", "label": "Optimization · Non-Convex"}]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     with caplog.at_level(logging.WARNING, logger="papertrack"):
         records, _ = load_dataset(data)
     assert [r.label for r in records][0] == "Theory · Learning Theroy"  # kept as written (a new track)
     messages = [r.getMessage() for r in caplog.records if "did you mean" in r.getMessage()]
-    assert messages == ["label 'Theory · Learning Theroy': 'Learning Theroy' is not a subarea of Theory; "
-                        "did you mean 'Theory · Learning Theory'? (kept as a track of its own)"]
+    assert messages == [
+        "label 'Theory · Learning Theroy': 'Learning Theroy' is not a subarea of Theory; "
+        "did you mean 'Theory · Learning Theory'? (kept as a track of its own)"
+    ]
     assert normalise_label("Theory · Learning Theory") == ("Theory", "Learning Theory")
 
 
 # --------------------------------------------------------------------------- 10. labeled input the model trained on
 
 
-TRAINED_ON = ["We bound the sample complexity of learning halfspaces with margin under label noise.",
-              "A diffusion model for protein structure generation with equivariant networks."]
+TRAINED_ON = [
+    "We bound the sample complexity of learning halfspaces with margin under label noise.",
+    "A diffusion model for protein structure generation with equivariant networks.",
+]
 
 
 def _fake_backend_with_index():
@@ -145,16 +161,18 @@ def test_label_says_when_labeled_input_is_training_data(tmp_path, monkeypatch):
 
     monkeypatch.setattr(labeler, "LocalBackend", _fake_backend_with_index())
     dump = tmp_path / "dump.jsonl"
-    rows = [{"abstract": TRAINED_ON[0], "label": "Theory"}, {"abstract": TRAINED_ON[1], "label": "Deep Learning"},
-            {"abstract": "An unseen abstract about optimisation of transformers.", "label": "Optimization"},
-            {"abstract": "An unlabeled abstract about something else entirely."}]
+    rows = [
+        {"abstract": TRAINED_ON[0], "label": "Theory"},
+        {"abstract": TRAINED_ON[1], "label": "Deep Learning"},
+        {"abstract": "An unseen abstract about optimisation of transformers.", "label": "Optimization"},
+        {"abstract": "An unlabeled abstract about something else entirely."},
+    ]
     dump.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     result = CliRunner().invoke(app, ["label", str(dump), "-o", str(tmp_path / "out.csv"), "--no-progress"])
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
     assert "3 inputs had a label" in text
-    assert ("note: 2 of 3 labeled records are in the model's training data: their accuracy is not a fair figure"
-            in text)
+    assert "note: 2 of 3 labeled records are in the model's training data: their accuracy is not a fair figure" in text
 
     dump.write_text(json.dumps(rows[2]) + "\n", encoding="utf-8")  # nothing it trained on: no note
     result = CliRunner().invoke(app, ["label", str(dump), "-o", str(tmp_path / "out2.csv"), "--no-progress"])
@@ -165,8 +183,10 @@ def test_label_says_when_labeled_input_is_training_data(tmp_path, monkeypatch):
 
 
 def test_import_papertrack_is_light():
-    code = ("import sys, papertrack; print(callable(papertrack.load), papertrack.__version__, "
-            "any(m.split('.')[0] in ('mlflow', 'sklearn', 'pandas', 'bentoml') for m in sys.modules))")
+    code = (
+        "import sys, papertrack; print(callable(papertrack.load), papertrack.__version__, "
+        "any(m.split('.')[0] in ('mlflow', 'sklearn', 'pandas', 'bentoml') for m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[0] == "True" and out[2] == "False"
 
@@ -209,8 +229,9 @@ def test_api_answers_are_the_pyfunc_and_the_cli_answers(trained, tmp_path):
     result = CliRunner().invoke(app, ["label", str(dump), "-o", str(tmp_path / "out.jsonl"), "--no-progress"])
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-    assert [r["tracks"] for r in rows] == [[{"label": t["label"], "probability": t["probability"]}
-                                            for t in a["tracks"]] for a in answers]
+    assert [r["tracks"] for r in rows] == [
+        [{"label": t["label"], "probability": t["probability"]} for t in a["tracks"]] for a in answers
+    ]
 
     frame = model.predict_frame(pd.Series(abstracts, index=list("abcde")))
     assert list(frame.index) == list("abcde") and list(frame.columns[:4]) == ["track", "probability", "top_k", "area"]
@@ -231,16 +252,24 @@ NOISE = ("Downloading artifacts", "WARNING mlflow", "INFO mlflow", "CloudPickle"
 @pytest.mark.slow
 def test_train_and_label_are_quiet_and_report_a_subarea_typo(labeled_subset, tmp_path):
     data = tmp_path / "data.jsonl"
-    typo = {"abstract": "We prove generalisation bounds for overparameterised networks via PAC-Bayes.",
-            "label": "Theory · Learning Theroy"}
+    typo = {
+        "abstract": "We prove generalisation bounds for overparameterised networks via PAC-Bayes.",
+        "label": "Theory · Learning Theroy",
+    }
     data.write_text(Path(labeled_subset).read_text(encoding="utf-8") + json.dumps(typo) + "\n", encoding="utf-8")
     env = {**os.environ, "PAPERTRACK_HOME": str(tmp_path / "home"), "COLUMNS": "120"}
     env.pop("MLFLOW_TRACKING_URI", None)
     for key in ("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "MLFLOW_LOGGING_LEVEL"):
         env.pop(key, None)
     cli = [sys.executable, "-m", "papertrack.cli"]
-    train = subprocess.run([*cli, "train", "-c", "tfidf-word-cnb", "--folds", "2", "--data", str(data)],
-                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    train = subprocess.run(
+        [*cli, "train", "-c", "tfidf-word-cnb", "--folds", "2", "--data", str(data)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert train.returncode == 0, train.stdout + train.stderr
     output = train.stdout + train.stderr
     assert "warning: label 'Theory · Learning Theroy'" in output
@@ -249,21 +278,40 @@ def test_train_and_label_are_quiet_and_report_a_subarea_typo(labeled_subset, tmp
 
     dump = tmp_path / "dump.jsonl"
     dump.write_text(json.dumps({"abstract": typo["abstract"]}) + "\n", encoding="utf-8")
-    label = subprocess.run([*cli, "label", str(dump), "-o", str(tmp_path / "out.csv")],
-                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    label = subprocess.run(
+        [*cli, "label", str(dump), "-o", str(tmp_path / "out.csv")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert label.returncode == 0, label.stdout + label.stderr
     assert not [n for n in NOISE if n in label.stdout + label.stderr], label.stdout + label.stderr
 
-    verbose = subprocess.run([*cli, "-v", "label", str(dump), "-o", str(tmp_path / "out2.csv"), "--no-progress"],
-                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    verbose = subprocess.run(
+        [*cli, "-v", "label", str(dump), "-o", str(tmp_path / "out2.csv"), "--no-progress"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert verbose.returncode == 0, verbose.stdout + verbose.stderr
 
 
 # --------------------------------------------------------------------------- 2. one CSV for the page and the CLI
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 PAGE_JS = Path(__file__).resolve().parents[1] / "serving" / "page" / "static" / "page.js"
 
 
@@ -277,26 +325,53 @@ def test_the_page_csv_is_the_cli_csv():
     from papertrack.serving.labeler.rows import RowFormat
 
     def answer(probabilities, prediction_set, confident):
-        names = ["Theory · Learning Theory", "Deep Learning · Theory", "=HYPERLINK(\"x\")"]
-        return {"tracks": [{"label": n, "area": n.split(" · ")[0], "subarea": None, "probability": p}
-                           for n, p in zip(names, probabilities)],
-                "areas": [{"area": "Theory", "probability": probabilities[0] + 1e-17}, {"area": "Deep", "probability": 0.0}],
-                "prediction_set": prediction_set, "confident": confident}
+        names = ["Theory · Learning Theory", "Deep Learning · Theory", '=HYPERLINK("x")']
+        return {
+            "tracks": [
+                {"label": n, "area": n.split(" · ")[0], "subarea": None, "probability": p}
+                for n, p in zip(names, probabilities)
+            ],
+            "areas": [
+                {"area": "Theory", "probability": probabilities[0] + 1e-17},
+                {"area": "Deep", "probability": 0.0},
+            ],
+            "prediction_set": prediction_set,
+            "confident": confident,
+        }
 
     papers = [
-        {"id": "=cmd|' /C calc'!A0", "line": 3, "title": 'A "quoted", title\nwith a newline', "label": "Theory · Learning Theory",
-         "answer": answer([0.9999955112596849, 2.8893813152852626e-07, 5e-05], ["Theory · Learning Theory"], True)},
-        {"id": "p2", "line": 9, "title": None, "label": None,
-         "answer": answer([0.5, 0.25, 0.0001], ["Theory · Learning Theory", "Deep Learning · Theory"], False)},
-        {"id": "-p3", "line": 12, "title": "@home", "label": "Deep Learning · Theory",
-         "answer": answer([1.0, 1e-300, 0.123456789012345678], [], False)},
+        {
+            "id": "=cmd|' /C calc'!A0",
+            "line": 3,
+            "title": 'A "quoted", title\nwith a newline',
+            "label": "Theory · Learning Theory",
+            "answer": answer([0.9999955112596849, 2.8893813152852626e-07, 5e-05], ["Theory · Learning Theory"], True),
+        },
+        {
+            "id": "p2",
+            "line": 9,
+            "title": None,
+            "label": None,
+            "answer": answer([0.5, 0.25, 0.0001], ["Theory · Learning Theory", "Deep Learning · Theory"], False),
+        },
+        {
+            "id": "-p3",
+            "line": 12,
+            "title": "@home",
+            "label": "Deep Learning · Theory",
+            "answer": answer([1.0, 1e-300, 0.123456789012345678], [], False),
+        },
         {"id": "p4", "line": 15, "title": "rejected", "label": None, "answer": {"error": "abstract too long"}},
     ]
     rows = RowFormat("csv", 3, extras=CONFIDENCE_FIELDS)
     kept = [p for p in papers if "error" not in p["answer"]]
-    expected = (rows.header() + rows.rows(
-        (Record(p["id"], "abstract", p["title"], p["label"], None, None, "dump.jsonl", p["line"]), p["answer"])
-        for p in kept)).decode("utf-8")
+    expected = (
+        rows.header()
+        + rows.rows(
+            (Record(p["id"], "abstract", p["title"], p["label"], None, None, "dump.jsonl", p["line"]), p["answer"])
+            for p in kept
+        )
+    ).decode("utf-8")
 
     with playwright_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
@@ -306,7 +381,9 @@ def test_the_page_csv_is_the_cli_csv():
             page.add_script_tag(content=PAGE_JS.read_text(encoding="utf-8"))  # wire() fails here: no form
             produced = page.evaluate(
                 "(papers) => csvRows(papers.map((p) => ({id: p.id, line: p.line, title: p.title, label: p.label})),"
-                " papers.map((p) => p.answer), 'dump.jsonl')", papers)
+                " papers.map((p) => p.answer), 'dump.jsonl')",
+                papers,
+            )
         finally:
             browser.close()
     assert produced == expected
@@ -324,13 +401,20 @@ def test_bento_spec_is_the_bentofile_with_the_champions_requirements(tmp_path):
     for key in ("service", "name", "labels", "description", "include", "envs"):
         assert BENTO_SPEC[key] == repo[key], key
     spec = bento_spec("dist/papertrack-0.1.0-py3-none-any.whl")
-    assert spec["python"] == {"lock_packages": False, "wheels": ["dist/papertrack-0.1.0-py3-none-any.whl"],
-                              "requirements_txt": "requirements.txt"}
+    assert spec["python"] == {
+        "lock_packages": False,
+        "wheels": ["dist/papertrack-0.1.0-py3-none-any.whl"],
+        "requirements_txt": "requirements.txt",
+    }
     mlflow_requirements = tmp_path / "requirements.txt"
-    mlflow_requirements.write_text("mlflow==3.17.2\ntorch==2.13.0\nsentence-transformers==6.2.0\n"
-                                   "papertrack==0.1.0\n# comment\nbentoml==1.4.1\n")
-    assert champion_requirements(mlflow_requirements) == ["mlflow==3.17.2", "torch==2.13.0",
-                                                          "sentence-transformers==6.2.0"]
+    mlflow_requirements.write_text(
+        "mlflow==3.17.2\ntorch==2.13.0\nsentence-transformers==6.2.0\npapertrack==0.1.0\n# comment\nbentoml==1.4.1\n"
+    )
+    assert champion_requirements(mlflow_requirements) == [
+        "mlflow==3.17.2",
+        "torch==2.13.0",
+        "sentence-transformers==6.2.0",
+    ]
 
 
 def _fresh_venv_with_the_wheel(tmp_path: Path, wheel: Path) -> Path:
@@ -341,8 +425,9 @@ def _fresh_venv_with_the_wheel(tmp_path: Path, wheel: Path) -> Path:
     packages = next((venv / "lib").glob("python3*/site-packages"))
     others = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]  # .pth lines: no .pth runs
     (packages / "00-deps.pth").write_text("\n".join(others) + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(packages), str(wheel)],
-                   check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(packages), str(wheel)], check=True
+    )
     return venv / "bin" / "python"
 
 
@@ -359,14 +444,25 @@ def test_build_works_from_an_installed_package_and_packs_the_champions_requireme
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "papertrack/serving/page/static/page.js" in names and "papertrack/features/labels.py" in names
     python = _fresh_venv_with_the_wheel(tmp_path, wheel)
-    where = subprocess.run([str(python), "-c", "import papertrack.serving as s; print(s.__file__)"], cwd=tmp_path,
-                           capture_output=True, text=True, check=True).stdout
+    where = subprocess.run(
+        [str(python), "-c", "import papertrack.serving as s; print(s.__file__)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert str(tmp_path / "venv") in where  # the installed copy, not the checkout
 
     env = {**os.environ, "BENTOML_HOME": str(tmp_path / "bentoml"), "COLUMNS": "200"}
     archive = tmp_path / "out" / "papertrack.bento"
-    built = subprocess.run([str(python), "-m", "papertrack.cli", "build", "--export", str(archive)], cwd=tmp_path,
-                           env=env, capture_output=True, text=True, timeout=600)
+    built = subprocess.run(
+        [str(python), "-m", "papertrack.cli", "build", "--export", str(archive)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert built.returncode == 0, built.stdout + built.stderr
     assert set(p.name for p in repo.iterdir()) == before  # nothing written into the checkout (no dist/)
     with tarfile.open(archive) as tar:

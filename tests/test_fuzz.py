@@ -25,12 +25,28 @@ def test_schemathesis_finds_nothing(server, tmp_path):  # noqa: F811 - the impor
     if not Path(SCHEMATHESIS).exists():
         pytest.skip("schemathesis is not installed: pip install -e '.[dev]'")
     report = tmp_path / "schemathesis.txt"
-    command = [SCHEMATHESIS, "run", f"{server['url']}/docs.json", "--checks", "all", "--phases", "coverage,fuzzing",
-               "--max-examples", str(EXAMPLES), "--seed", str(SEED), "--request-timeout", "30",
-               "--generation-database", "none", "--no-color",
-               # a dump file's validity cannot be written as a schema: any bytes are "valid" to schemathesis but
-               # most are not a dump (400); ingestion of any bytes is covered by tests/test_ingest_properties.py
-               "--exclude-path", "/parse_dump"]
+    command = [
+        SCHEMATHESIS,
+        "run",
+        f"{server['url']}/docs.json",
+        "--checks",
+        "all",
+        "--phases",
+        "coverage,fuzzing",
+        "--max-examples",
+        str(EXAMPLES),
+        "--seed",
+        str(SEED),
+        "--request-timeout",
+        "30",
+        "--generation-database",
+        "none",
+        "--no-color",
+        # a dump file's validity cannot be written as a schema: any bytes are "valid" to schemathesis but
+        # most are not a dump (400); ingestion of any bytes is covered by tests/test_ingest_properties.py
+        "--exclude-path",
+        "/parse_dump",
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=1200)
     report.write_text(result.stdout + result.stderr)
     assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]

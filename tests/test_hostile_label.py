@@ -33,9 +33,13 @@ class FakeBackend:
 
     def label(self, records, k):
         ranked = [("Theory", 0.7), ("Deep Learning", 0.2), ("Optimization", 0.1)]
-        return [{"tracks": [{"label": name, "area": name, "subarea": None, "probability": p} for name, p in ranked][:k],
-                 "areas": [{"area": name, "probability": p} for name, p in ranked]}
-                for _ in records]
+        return [
+            {
+                "tracks": [{"label": name, "area": name, "subarea": None, "probability": p} for name, p in ranked][:k],
+                "areas": [{"area": name, "probability": p} for name, p in ranked],
+            }
+            for _ in records
+        ]
 
     def close(self):
         pass
@@ -73,8 +77,10 @@ def flat(text: str) -> str:
 
 
 def dump(path: Path, n: int = 5) -> Path:
-    path.write_text("".join(json.dumps({"id": f"p{i}", "abstract": f"{ABSTRACT} Variant {i}."}) + "\n"
-                            for i in range(n)), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps({"id": f"p{i}", "abstract": f"{ABSTRACT} Variant {i}."}) + "\n" for i in range(n)),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -104,13 +110,16 @@ HOLDER = textwrap.dedent("""
 def running_labeler(tmp_path):
     """Another process labeling into tmp_path/d.jsonl: it holds the output's lock and has an unfinished run."""
     out = tmp_path / "d.jsonl"
-    unfinished = {out.with_name("d.jsonl.partial"): b'{"id": "row of the first run"}\n',
-                  out.with_name("d.jsonl.checkpoint.json"): b'{"version": 1}',
-                  out.with_name("d.errors.jsonl.partial"): b'{"id": "error of the first run"}\n'}
+    unfinished = {
+        out.with_name("d.jsonl.partial"): b'{"id": "row of the first run"}\n',
+        out.with_name("d.jsonl.checkpoint.json"): b'{"version": 1}',
+        out.with_name("d.errors.jsonl.partial"): b'{"id": "error of the first run"}\n',
+    }
     for path, data in unfinished.items():
         path.write_bytes(data)
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout.readline().strip() == "ready"
         yield proc, out, unfinished
@@ -158,8 +167,9 @@ def test_label_output_equal_to_an_input_is_one_clear_error(tmp_path, no_model):
     before = source.read_bytes()
     result = label(str(source), "-o", str(source))
     assert result.exit_code == 2
-    assert error_lines(result.output) == [f"error: -o {source} is one of the inputs (labeling would destroy it); "
-                                          f"choose another output"]
+    assert error_lines(result.output) == [
+        f"error: -o {source} is one of the inputs (labeling would destroy it); choose another output"
+    ]
     assert "left unchanged" not in result.output and "note:" not in result.output
     assert source.read_bytes() == before
 
@@ -212,8 +222,12 @@ def test_a_lone_surrogate_is_one_error_row_and_the_run_finishes(tmp_path, fake_m
 
 def test_a_lone_surrogate_in_training_data_is_a_clear_fatal_error(tmp_path):
     source = tmp_path / "train.jsonl"
-    source.write_text(json.dumps({"abstract": ABSTRACT, "label": "Theory"}) + "\n"
-                      + '{"abstract": "Kernels \\udc00 and graphs.", "label": "Theory"}\n', encoding="utf-8")
+    source.write_text(
+        json.dumps({"abstract": ABSTRACT, "label": "Theory"})
+        + "\n"
+        + '{"abstract": "Kernels \\udc00 and graphs.", "label": "Theory"}\n',
+        encoding="utf-8",
+    )
     with pytest.raises(IngestError, match=r"train.jsonl:2: field 'abstract' holds the lone surrogate escape \\udc00"):
         load_dataset([source])
     labels = tmp_path / "labels.jsonl"
@@ -237,14 +251,19 @@ def test_suggest_pool_reports_a_lone_surrogate_instead_of_crashing(tmp_path):
 
 def test_csv_output_cells_cannot_start_a_formula(tmp_path, fake_model):
     source = tmp_path / "evil.jsonl"
-    evil = [("=HYPERLINK(\"http://x\")", "=1+2"), ("+cmd", "-2+3"), ("@SUM(A1)", "\tTab"), ("-ok", "\rCR")]
-    source.write_text("".join(json.dumps({"id": i, "title": t, "abstract": ABSTRACT + f" {n}.", "label": "Theory"})
-                              + "\n" for n, (i, t) in enumerate(evil)), encoding="utf-8")
+    evil = [('=HYPERLINK("http://x")', "=1+2"), ("+cmd", "-2+3"), ("@SUM(A1)", "\tTab"), ("-ok", "\rCR")]
+    source.write_text(
+        "".join(
+            json.dumps({"id": i, "title": t, "abstract": ABSTRACT + f" {n}.", "label": "Theory"}) + "\n"
+            for n, (i, t) in enumerate(evil)
+        ),
+        encoding="utf-8",
+    )
     result = label(str(source), "-o", str(tmp_path / "x.csv"))
     assert result.exit_code == 0, result.output
     with open(tmp_path / "x.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    assert [r["id"] for r in rows] == ["'=HYPERLINK(\"http://x\")", "'+cmd", "'@SUM(A1)", "'-ok"]
+    assert [r["id"] for r in rows] == ['\'=HYPERLINK("http://x")', "'+cmd", "'@SUM(A1)", "'-ok"]
     assert [r["title"] for r in rows][:3] == ["'=1+2", "'-2+3", "Tab"]  # titles are whitespace-normalised
     for row in rows:
         assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for cell in row.values()), row
@@ -253,8 +272,17 @@ def test_csv_output_cells_cannot_start_a_formula(tmp_path, fake_model):
 def test_spreadsheet_safe_prefixes_only_formula_starts():
     from papertrack.serving.labeler.rows import spreadsheet_safe
 
-    assert [spreadsheet_safe(t) for t in ("=1", "+1", "-1", "@a", "\t1", "\r1", "a=1", "", "'=1")] == \
-        ["'=1", "'+1", "'-1", "'@a", "'\t1", "'\r1", "a=1", "", "'=1"]
+    assert [spreadsheet_safe(t) for t in ("=1", "+1", "-1", "@a", "\t1", "\r1", "a=1", "", "'=1")] == [
+        "'=1",
+        "'+1",
+        "'-1",
+        "'@a",
+        "'\t1",
+        "'\r1",
+        "a=1",
+        "",
+        "'=1",
+    ]
 
 
 def test_a_label_starting_with_a_formula_character_is_safe_in_the_csv(tmp_path, fake_model):
@@ -320,8 +348,9 @@ def test_output_that_is_a_folder_is_refused_up_front(tmp_path, no_model):
     folder.mkdir()
     result = label(str(dump(tmp_path / "in.jsonl")), "-o", str(folder))
     assert result.exit_code == 2
-    assert error_lines(result.output) == [f"error: -o {folder} is a folder; name a file in it, e.g. "
-                                          f"{folder / 'labeled.jsonl'}"]
+    assert error_lines(result.output) == [
+        f"error: -o {folder} is a folder; name a file in it, e.g. {folder / 'labeled.jsonl'}"
+    ]
     errors_folder = tmp_path / "x.errors.jsonl"
     errors_folder.mkdir()
     result = label(str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "x.jsonl"))
@@ -331,8 +360,16 @@ def test_output_that_is_a_folder_is_refused_up_front(tmp_path, no_model):
 # --------------------------------------------------------------------------- 7. UTF-16 / UTF-32 input
 
 
-@pytest.mark.parametrize("encoding,name", [("utf-16", "UTF-16"), ("utf-16-le", "UTF-16"), ("utf-16-be", "UTF-16"),
-                                           ("utf-32", "UTF-32"), ("utf-32-le", "UTF-32")])
+@pytest.mark.parametrize(
+    "encoding,name",
+    [
+        ("utf-16", "UTF-16"),
+        ("utf-16-le", "UTF-16"),
+        ("utf-16-be", "UTF-16"),
+        ("utf-32", "UTF-32"),
+        ("utf-32-le", "UTF-32"),
+    ],
+)
 def test_utf16_input_is_named_with_the_conversion(tmp_path, encoding, name):
     source = tmp_path / "dump.jsonl"
     source.write_text(json.dumps({"id": "a", "abstract": ABSTRACT}) + "\n", encoding=encoding)

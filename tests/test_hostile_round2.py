@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, input_limits, iter_records
-
 from tests.test_hostile_label import ABSTRACT, error_lines, fake_model, label  # noqa: F401 (fixture)
 
 
@@ -34,8 +33,9 @@ def gz_of_one_line(path: Path, head: bytes, filler: bytes, size: int, tail: byte
 
 
 def good(n: int) -> bytes:
-    return b"".join(json.dumps({"id": f"p{i}", "abstract": f"{ABSTRACT} Variant {i}."}).encode() + b"\n"
-                    for i in range(n))
+    return b"".join(
+        json.dumps({"id": f"p{i}", "abstract": f"{ABSTRACT} Variant {i}."}).encode() + b"\n" for i in range(n)
+    )
 
 
 # the peak is VmHWM of the child's own address space: ru_maxrss would carry the forked test process's
@@ -92,9 +92,15 @@ def test_decompressed_bytes_are_counted_not_compressed_ones(tmp_path):
 
 def test_a_long_paragraph_of_short_lines_is_one_error_row(tmp_path):
     path = tmp_path / "dump.txt"
-    path.write_text("Papers\n\n" + "A short first abstract about graphs and their nodes.\n\n"
-                    + "word " * 50 + "\n" * 1 + ("long line of words here\n" * 2000) + "\n"
-                    + "The last abstract, about optimisation of deep networks.\n")
+    path.write_text(
+        "Papers\n\n"
+        + "A short first abstract about graphs and their nodes.\n\n"
+        + "word " * 50
+        + "\n" * 1
+        + ("long line of words here\n" * 2000)
+        + "\n"
+        + "The last abstract, about optimisation of deep networks.\n"
+    )
     with input_limits(max_record=10_000):
         kinds = [getattr(item, "kind", "ok") for item in iter_records(path)]
     assert kinds == ["header", "ok", "too-long", "ok"]
@@ -158,8 +164,10 @@ def test_a_json_array_record_spanning_many_lines_is_read_in_linear_time(tmp_path
 
 def test_the_json_array_reader_still_reads_every_shape(tmp_path):
     path = tmp_path / "d.json"
-    tricky = [{"abstract": f"{ABSTRACT} quote \" brace {{ ] bracket \\ back {i}", "n": i, "x": [1, 2.5e3, None, True]}
-              for i in range(400)]
+    tricky = [
+        {"abstract": f'{ABSTRACT} quote " brace {{ ] bracket \\ back {i}', "n": i, "x": [1, 2.5e3, None, True]}
+        for i in range(400)
+    ]
     path.write_text(json.dumps(tricky, indent=1))
     assert [r.abstract for r in iter_records(path)] == [t["abstract"] for t in tricky]
     path.write_text(json.dumps(tricky, separators=(",", ":")))  # one line of ~60 kB, then more
@@ -196,9 +204,18 @@ def fitted_profile():
 
 
 def labeled_row(source: str, line: int, label: str) -> str:
-    return json.dumps({"id": f"r{line}", "source": source, "line": line, "tracks": [{"label": label,
-                                                                                     "probability": 0.9}],
-                       "area": label.split(" · ")[0]}) + "\n"
+    return (
+        json.dumps(
+            {
+                "id": f"r{line}",
+                "source": source,
+                "line": line,
+                "tracks": [{"label": label, "probability": 0.9}],
+                "area": label.split(" · ")[0],
+            }
+        )
+        + "\n"
+    )
 
 
 def test_a_drift_report_with_every_record_rejected_compares_nothing(tmp_path, fitted_profile):
@@ -212,8 +229,9 @@ def test_a_drift_report_with_every_record_rejected_compares_nothing(tmp_path, fi
     out.write_text("")
     report = output_drift(out, [dump], fitted_profile)
     assert report["records"] == 0 and report["label_js"] is None and report["oov_share"] is None
-    assert summary_lines(report) == ["drift vs training data: no record to compare: every record was rejected "
-                                     "(see the errors file)"]
+    assert summary_lines(report) == [
+        "drift vs training data: no record to compare: every record was rejected (see the errors file)"
+    ]
     json.dumps(report)
 
 
@@ -236,23 +254,39 @@ def many_labels(tmp_path: Path, n: int, labels: int) -> Path:
     import random
 
     rng = random.Random(0)
-    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(4, 10)))
-             for _ in range(4000)]
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(4, 10))) for _ in range(4000)]
     path = tmp_path / "many_labels.jsonl"
-    path.write_text("".join(json.dumps({"abstract": " ".join(rng.choice(words) for _ in range(120)) + ".",
-                                        "label": f"Theory · Topic {i % labels}"}) + "\n" for i in range(n)))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "abstract": " ".join(rng.choice(words) for _ in range(120)) + ".",
+                    "label": f"Theory · Topic {i % labels}",
+                }
+            )
+            + "\n"
+            for i in range(n)
+        )
+    )
     return path
 
 
 def test_train_with_a_label_per_record_is_refused_up_front(tmp_path):
     """1,500 records with 1,500 distinct labels grew past 18 GB and were OOM-killed without a word."""
     data = many_labels(tmp_path, 1500, 1500)
-    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
-            "from papertrack.cli import main; sys.argv = ['papertrack'] + sys.argv[1:]; main()")
+    code = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+        "from papertrack.cli import main; sys.argv = ['papertrack'] + sys.argv[1:]; main()"
+    )
     env = {**__import__("os").environ, "PAPERTRACK_HOME": str(tmp_path / "home")}
     try:
-        done = subprocess.run([sys.executable, "-c", code, "train", "--data", str(data), "-c", "tfidf-word-cnb"],
-                              capture_output=True, text=True, timeout=120, env=env)
+        done = subprocess.run(
+            [sys.executable, "-c", code, "train", "--data", str(data), "-c", "tfidf-word-cnb"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("train was still running after 120 s instead of refusing up front")
     output = done.stdout + done.stderr
@@ -303,8 +337,16 @@ def test_commands_creating_one_new_store_at_once_do_not_collide(tmp_path):
         home, go = tmp_path / f"home{attempt}", tmp_path / f"go{attempt}"
         env = {**os.environ, "PAPERTRACK_HOME": str(home)}
         env.pop("MLFLOW_TRACKING_URI", None)
-        racers = [subprocess.Popen([sys.executable, "-c", "import mlflow, sqlalchemy\n" + RACER, str(go)], env=env,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        racers = [
+            subprocess.Popen(
+                [sys.executable, "-c", "import mlflow, sqlalchemy\n" + RACER, str(go)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(4)
+        ]
         time.sleep(8)  # every racer has imported mlflow and waits
         go.touch()
         for racer in racers:
@@ -322,8 +364,13 @@ def test_a_read_only_home_is_one_error_line(tmp_path):
     env = {**os.environ, "PAPERTRACK_HOME": str(blocker / "home")}
     env.pop("MLFLOW_TRACKING_URI", None)
     data = many_labels(tmp_path, 40, 4)
-    done = subprocess.run([sys.executable, "-m", "papertrack.cli", "train", "--data", str(data), "-c",
-                           "tfidf-word-cnb"], capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "papertrack.cli", "train", "--data", str(data), "-c", "tfidf-word-cnb"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 2 and "Traceback" not in output, output[-3000:]
     (line,) = error_lines(output)

@@ -31,6 +31,7 @@ def assert_error_shape(response, status: int) -> dict:
 
 # --------------------------------------------------------------------------- POST /parse_dump
 
+
 @pytest.mark.parametrize("filename", ["..", "...", "../..", "a/..", "..%2F.."])
 def test_parse_dump_with_a_name_that_is_no_file_is_400(client, filename):
     response = client.post(f"/parse_dump?filename={filename}", content=b'{"abstract": "graph neural networks"}\n')
@@ -74,11 +75,22 @@ def test_parse_dump_surrogate_message_names_the_line(client):
 
 # --------------------------------------------------------------------------- 404 / 405
 
-@pytest.mark.parametrize("method,path,status", [
-    ("GET", "/nowhere", 404), ("GET", "/docs.json/x", 404), ("GET", "/page/nope.css", 404),
-    ("GET", "/static_content/nope.js", 404), ("GET", "/predict", 405), ("PUT", "/predict", 405),
-    ("POST", "/metadata", 405), ("GET", "/parse_dump", 405), ("DELETE", "/", 405), ("POST", "/docs.json", 405),
-])
+
+@pytest.mark.parametrize(
+    "method,path,status",
+    [
+        ("GET", "/nowhere", 404),
+        ("GET", "/docs.json/x", 404),
+        ("GET", "/page/nope.css", 404),
+        ("GET", "/static_content/nope.js", 404),
+        ("GET", "/predict", 405),
+        ("PUT", "/predict", 405),
+        ("POST", "/metadata", 405),
+        ("GET", "/parse_dump", 405),
+        ("DELETE", "/", 405),
+        ("POST", "/docs.json", 405),
+    ],
+)
 def test_unknown_paths_and_wrong_methods_answer_json_errors(client, method, path, status):
     response = client.request(method, path)
     body = assert_error_shape(response, status)
@@ -89,11 +101,23 @@ def test_unknown_paths_and_wrong_methods_answer_json_errors(client, method, path
 
 # --------------------------------------------------------------------------- Host
 
-@pytest.mark.parametrize("host", ["127.0.0.1:1@evil.com", "localhost:3000@evil.com", "127.0.0.1 evil.com",
-                                  "127.0.0.1:3000/evil", "127.0.0.1:3000#evil.com", "evil.com\\@127.0.0.1"])
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1:1@evil.com",
+        "localhost:3000@evil.com",
+        "127.0.0.1 evil.com",
+        "127.0.0.1:3000/evil",
+        "127.0.0.1:3000#evil.com",
+        "evil.com\\@127.0.0.1",
+    ],
+)
 def test_a_host_header_that_is_no_host_is_refused(client, host):
-    for response in (client.get("/metadata", headers={"Host": host}),
-                     client.post("/predict", json={"abstract": ABSTRACTS[0]}, headers={"Host": host})):
+    for response in (
+        client.get("/metadata", headers={"Host": host}),
+        client.post("/predict", json={"abstract": ABSTRACTS[0]}, headers={"Host": host}),
+    ):
         assert response.status_code in (400, 421), response.text
         assert_error_shape(response, response.status_code)
     assert client.get("/metadata", headers={"Host": "127.0.0.1:3000"}).status_code == 200
@@ -102,18 +126,25 @@ def test_a_host_header_that_is_no_host_is_refused(client, host):
 
 # --------------------------------------------------------------------------- browser-safety headers
 
+
 @pytest.mark.parametrize("path", ["/", "/docs"])
 def test_the_pages_forbid_framing_sniffing_and_other_origins(client, path):
     response = client.get(path)
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")
     assert response.headers["x-frame-options"] == "DENY"
     assert response.headers["x-content-type-options"] == "nosniff"
-    policy = {part.split()[0]: part.split()[1:] for part in response.headers["content-security-policy"].split(";")
-              if part.strip()}
+    policy = {
+        part.split()[0]: part.split()[1:]
+        for part in response.headers["content-security-policy"].split(";")
+        if part.strip()
+    }
     assert policy["default-src"] == ["'self'"] and policy["script-src"] == ["'self'"]
     assert policy["frame-ancestors"] == ["'none'"]
-    assert not any("unsafe" in source or source == "*" or source.startswith("http")
-                   for sources in policy.values() for source in sources)
+    assert not any(
+        "unsafe" in source or source == "*" or source.startswith("http")
+        for sources in policy.values()
+        for source in sources
+    )
     # no inline script the policy would block: every <script> has a same-origin src and no body
     import re
 
@@ -128,14 +159,21 @@ def test_json_answers_keep_their_headers(client):
 
 # --------------------------------------------------------------------------- papertrack serve on a busy port
 
+
 def test_serve_on_a_busy_port_is_one_error_line(tmp_path):
     env = {**os.environ, "PAPERTRACK_HOME": str(tmp_path / "home"), "BENTOML_HOME": str(tmp_path / "bentoml")}
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        result = subprocess.run([PAPERTRACK, "serve", "--port", str(port)], env=env, capture_output=True, text=True,
-                                timeout=120, start_new_session=True)
+        result = subprocess.run(
+            [PAPERTRACK, "serve", "--port", str(port)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            start_new_session=True,
+        )
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Serving" not in result.stdout and "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()

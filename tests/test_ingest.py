@@ -26,7 +26,10 @@ from papertrack.features.labels import AREA_SEPARATOR, KNOWN_AREAS, format_label
 
 def records_of(*args, **kwargs):
     """``iter_records`` without the BadRecords reporting a text dump's header paragraph."""
-    return [item for item in iter_records(*args, **kwargs) if not (isinstance(item, BadRecord) and item.kind == "header")]
+    return [
+        item for item in iter_records(*args, **kwargs) if not (isinstance(item, BadRecord) and item.kind == "header")
+    ]
+
 
 SHARED = Path(__file__).parents[2] / "shared" / "data"
 
@@ -209,7 +212,16 @@ def test_jsonl_bad_records_are_reported_in_order_never_dropped(tmp_path):
     bad = items[1:]
     assert all(isinstance(item, BadRecord) for item in bad)
     assert [item.line for item in bad] == [2, 3, 4, 5, 6, 7, 8, 9]
-    assert [item.kind for item in bad] == ["invalid", "invalid", "empty", "empty", "invalid", "invalid", "invalid", "invalid"]
+    assert [item.kind for item in bad] == [
+        "invalid",
+        "invalid",
+        "empty",
+        "empty",
+        "invalid",
+        "invalid",
+        "invalid",
+        "invalid",
+    ]
     assert [item.id for item in bad] == [None, None, "e", "n", "num", "lab", "lab2", "noabs"]
     assert bad[0].reason == "invalid JSON: Expecting ',' delimiter (column 17)"
     assert bad[0].source == str(path)
@@ -260,7 +272,7 @@ def test_json_with_a_single_top_level_object_is_rejected(tmp_path):
 def test_csv_headers_quoting_and_multiline_fields(tmp_path):
     path = write(
         tmp_path / "papers.csv",
-        ' ID , Title ,ABSTRACT, Label\n'
+        " ID , Title ,ABSTRACT, Label\n"
         f'p1,"Fast, really",{ABSTRACT_A},Optimization · Everything Else\n'
         "\n"
         'p2,,"Line one, with a comma\nline two of the same abstract",Theory\n'
@@ -272,7 +284,12 @@ def test_csv_headers_quoting_and_multiline_fields(tmp_path):
     items = list(records_of(path))
     assert [item.line for item in items] == [2, 4, 6, 7, 8]
     p1, p2, p3, p4, p5 = items
-    assert (p1.id, p1.title, p1.label, p1.abstract) == ("p1", "Fast, really", "Optimization · Everything Else", ABSTRACT_A)
+    assert (p1.id, p1.title, p1.label, p1.abstract) == (
+        "p1",
+        "Fast, really",
+        "Optimization · Everything Else",
+        ABSTRACT_A,
+    )
     assert p2.abstract == "Line one, with a comma line two of the same abstract" and p2.title is None
     assert isinstance(p3, Record) and p3.label is None
     assert isinstance(p4, BadRecord) and (p4.kind, p4.id) == ("empty", "p4")
@@ -674,8 +691,10 @@ def test_real_iclr_topics_load_dataset():
 
 def test_deeply_nested_jsonl_line_is_one_bad_record_not_a_crash(tmp_path):
     deep = "[" * 5000 + "]" * 5000
-    path = write(tmp_path / "deep.jsonl", jsonl({"abstract": ABSTRACT_A}) + '{"abstract": ' + deep + "}\n"
-                 + jsonl({"abstract": ABSTRACT_B}))
+    path = write(
+        tmp_path / "deep.jsonl",
+        jsonl({"abstract": ABSTRACT_A}) + '{"abstract": ' + deep + "}\n" + jsonl({"abstract": ABSTRACT_B}),
+    )
     first, bad, last = iter_records(path)
     assert isinstance(bad, BadRecord) and bad.line == 2 and "nested too deeply" in bad.reason
     assert (first.abstract, last.abstract) == (ABSTRACT_A, ABSTRACT_B)
@@ -707,7 +726,7 @@ def test_json_file_holding_one_object_is_fatal_not_zero_rows(tmp_path):
         list(iter_records(path))
 
 
-@pytest.mark.parametrize("abstract", ["\u0000", "\u200b\u200b", "\U0001F600\U0001F680", "… — !!"])
+@pytest.mark.parametrize("abstract", ["\u0000", "\u200b\u200b", "\U0001f600\U0001f680", "… — !!"])
 def test_content_free_abstracts_are_empty_records(tmp_path, abstract):
     path = write(tmp_path / "cf.jsonl", jsonl({"id": "x", "abstract": abstract}, {"abstract": ABSTRACT_A}))
     bad, good = iter_records(path)
@@ -724,21 +743,36 @@ def test_text_dump_header_is_reported_not_dropped(tmp_path):
     assert len(records) == 2 and summary.headers == 1 and "skipped 1 header paragraph" in summary.lines()
 
 
-@pytest.mark.parametrize("spelling", [
-    "deep learning · large language models", "DEEP LEARNING · LARGE LANGUAGE MODELS",
-    "Deep Learning - Large Language Models", "Deep Learning • Large Language Models",
-    "Deep Learning → Large Language Models", "Deep Learning · Large Language Models\u200b",
-    "Deep\u200b Learning·large language Models", "Deep Learning \u2013 Large Language Models",
-])
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "deep learning · large language models",
+        "DEEP LEARNING · LARGE LANGUAGE MODELS",
+        "Deep Learning - Large Language Models",
+        "Deep Learning • Large Language Models",
+        "Deep Learning → Large Language Models",
+        "Deep Learning · Large Language Models\u200b",
+        "Deep\u200b Learning·large language Models",
+        "Deep Learning \u2013 Large Language Models",
+    ],
+)
 def test_label_spelling_variants_are_one_known_track(spelling):
     assert normalise_label(spelling) == ("Deep Learning", "Large Language Models")
 
 
 def test_label_variants_do_not_split_the_taxonomy_and_unknown_areas_warn(tmp_path):
-    spellings = ["Theory · Learning Theory", "theory · learning theory", "THEORY - LEARNING THEORY",
-                 "Theory → Learning Theory\u200b", "Theory • Learning theory", "Thoery · Learning Theory"]
-    path = write(tmp_path / "v.jsonl", jsonl(*[{"abstract": f"{ABSTRACT_A} {i}", "label": label}
-                                               for i, label in enumerate(spellings)]))
+    spellings = [
+        "Theory · Learning Theory",
+        "theory · learning theory",
+        "THEORY - LEARNING THEORY",
+        "Theory → Learning Theory\u200b",
+        "Theory • Learning theory",
+        "Thoery · Learning Theory",
+    ]
+    path = write(
+        tmp_path / "v.jsonl",
+        jsonl(*[{"abstract": f"{ABSTRACT_A} {i}", "label": label} for i, label in enumerate(spellings)]),
+    )
     records, summary = load_dataset(path)
     assert {r.label for r in records} == {"Theory · Learning Theory", "Thoery · Learning Theory"}
     assert summary.unknown_areas == {"Thoery": 1}

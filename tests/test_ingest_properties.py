@@ -14,14 +14,44 @@ from hypothesis import strategies as st
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, iter_records, load_dataset
 
-PROPERTY = settings(max_examples=150, derandomize=True, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+PROPERTY = settings(
+    max_examples=150,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 NAMES = ["in.jsonl", "in.json", "in.csv", "in.txt", "in", "in.jsonl.gz", "in.csv.gz", "in.txt.gz"]
 
 # pieces that ingestion treats specially, mixed into random text
-SPECIAL = ["{", "}", "[", "]", '"abstract"', '"label"', ":", ",", "\n", "\r\n", "\n\n", "\ufeff", "\u200b",
-           "·", "->", "→", " - ", "Deep Learning", "Theory", " 等", " et al.", "abstract,label\n", '"', "\x00",
-           "\\ud800", "[" * 1200, "x" * 140_000]
+SPECIAL = [
+    "{",
+    "}",
+    "[",
+    "]",
+    '"abstract"',
+    '"label"',
+    ":",
+    ",",
+    "\n",
+    "\r\n",
+    "\n\n",
+    "\ufeff",
+    "\u200b",
+    "·",
+    "->",
+    "→",
+    " - ",
+    "Deep Learning",
+    "Theory",
+    " 等",
+    " et al.",
+    "abstract,label\n",
+    '"',
+    "\x00",
+    "\\ud800",
+    "[" * 1200,
+    "x" * 140_000,
+]
 text = st.lists(st.one_of(st.text(max_size=30), st.sampled_from(SPECIAL)), max_size=25).map("".join)
 raw = st.one_of(st.binary(max_size=3000), text.map(lambda t: t.encode("utf-8", "surrogatepass")))
 
@@ -65,17 +95,25 @@ def test_training_reader_accepts_or_fails_clearly(data, name):
         assert all(r.label for r in records)
 
 
-json_value = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-                          lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children,
-                                                                                            max_size=3),
-                          max_leaves=10)
-record = st.fixed_dictionaries({"abstract": st.one_of(st.text(max_size=80), json_value)},
-                               optional={"label": st.one_of(st.text(max_size=30), json_value),
-                                         "id": st.one_of(st.text(max_size=10), st.integers()),
-                                         "title": st.one_of(st.text(max_size=20), st.none())})
-line = st.one_of(record.map(json.dumps), json_value.map(json.dumps), st.text(max_size=40).filter(lambda t: "\n" not in t
-                                                                                                 and "\r" not in t),
-                 st.integers(1001, 3000).map(lambda n: "[" * n + "]" * n))
+json_value = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=10,
+)
+record = st.fixed_dictionaries(
+    {"abstract": st.one_of(st.text(max_size=80), json_value)},
+    optional={
+        "label": st.one_of(st.text(max_size=30), json_value),
+        "id": st.one_of(st.text(max_size=10), st.integers()),
+        "title": st.one_of(st.text(max_size=20), st.none()),
+    },
+)
+line = st.one_of(
+    record.map(json.dumps),
+    json_value.map(json.dumps),
+    st.text(max_size=40).filter(lambda t: "\n" not in t and "\r" not in t),
+    st.integers(1001, 3000).map(lambda n: "[" * n + "]" * n),
+)
 
 
 @PROPERTY
@@ -102,11 +140,16 @@ class FakeBackend:
     description = "fake"
 
     def label(self, records, k):
-        return [{"tracks": [{"label": "Theory", "area": "Theory", "subarea": None, "probability": 0.75},
-                            {"label": "Deep Learning", "area": "Deep Learning", "subarea": None,
-                             "probability": 0.25}][:k],
-                 "areas": [{"area": "Theory", "probability": 0.75}, {"area": "Deep Learning", "probability": 0.25}]}
-                for _ in records]
+        return [
+            {
+                "tracks": [
+                    {"label": "Theory", "area": "Theory", "subarea": None, "probability": 0.75},
+                    {"label": "Deep Learning", "area": "Deep Learning", "subarea": None, "probability": 0.25},
+                ][:k],
+                "areas": [{"area": "Theory", "probability": 0.75}, {"area": "Deep Learning", "probability": 0.25}],
+            }
+            for _ in records
+        ]
 
     def close(self):
         pass

@@ -38,8 +38,12 @@ def dump(trained, tmp_path_factory) -> Path:
         10: json.dumps({"id": "empty-1", "abstract": "   ", "label": "Deep Learning"}),
         20: json.dumps(["an", "array"]),
         30: json.dumps({"id": "num-1", "abstract": 42}),
-        40: json.dumps({"abstract": "A record without an id about graph neural networks and message passing.",
-                        "title": "No id here"}),
+        40: json.dumps(
+            {
+                "abstract": "A record without an id about graph neural networks and message passing.",
+                "title": "No id here",
+            }
+        ),
         50: "",
         60: json.dumps({"id": "bad-label", "abstract": "Some abstract.", "label": "A · B · C"}),
     }
@@ -90,7 +94,9 @@ def test_jsonl_one_row_per_record_in_order_with_errors(dump, tmp_path, backend):
         assert row["tracks"] == [{"label": t["label"], "probability": t["probability"]} for t in answer["tracks"]]
         assert (row["area"], row["area_probability"]) == (answer["areas"][0]["area"], answer["areas"][0]["probability"])
         assert row["label"] == record.label
-        assert row["in_top_k"] == (None if record.label is None else record.label in [t["label"] for t in row["tracks"]])
+        assert row["in_top_k"] == (
+            None if record.label is None else record.label in [t["label"] for t in row["tracks"]]
+        )
         assert row["title"] == record.title
         assert (row["prediction_set"], row["confident"]) == (answer["prediction_set"], answer["confident"])
 
@@ -109,9 +115,22 @@ def test_csv_output_matches_jsonl(dump, tmp_path):
     rows = read_jsonl(tmp_path / "a.jsonl")
     with open(tmp_path / "a.csv", newline="", encoding="utf-8") as f:
         table = list(csv.DictReader(f))
-    assert list(table[0]) == ["id", "source", "line", "title", "track_1", "probability_1", "track_2",
-                              "probability_2", "area", "area_probability", "label", "in_top_k",
-                              "prediction_set", "confident"]
+    assert list(table[0]) == [
+        "id",
+        "source",
+        "line",
+        "title",
+        "track_1",
+        "probability_1",
+        "track_2",
+        "probability_2",
+        "area",
+        "area_probability",
+        "label",
+        "in_top_k",
+        "prediction_set",
+        "confident",
+    ]
     assert len(table) == len(rows)
     for row, line in zip(rows, table):
         assert line["id"] == row["id"] and int(line["line"]) == row["line"]
@@ -152,8 +171,11 @@ def test_every_input_format_in_one_run(trained, data_dir, tmp_path):
     assert f"{len(items)} input records = {len(rows)} labeled rows" in flat(result.output)
     headers = sum(isinstance(i, BadRecord) and i.kind == "header" for _, i in items)
     assert headers >= 1  # the sample dumps open with the page's header line: an error row, said to be the header
-    said = "of which 1 is a text dump's header paragraph" if headers == 1 else \
-        f"of which {headers} are text dumps' header paragraphs"
+    said = (
+        "of which 1 is a text dump's header paragraph"
+        if headers == 1
+        else f"of which {headers} are text dumps' header paragraphs"
+    )
     assert f"+ {len(errors)} errors ({tmp_path / 'all.errors.jsonl'}, {said})" in flat(result.output)
 
 
@@ -162,8 +184,12 @@ def test_labeling_streams_in_chunks(backend, tmp_path, monkeypatch):
     from papertrack.serving import labeler
 
     path = tmp_path / "many.jsonl"
-    path.write_text("".join(json.dumps({"id": f"r{i}", "abstract": f"abstract number {i} about kernels"}) + "\n"
-                            for i in range(1000)), encoding="utf-8")
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"r{i}", "abstract": f"abstract number {i} about kernels"}) + "\n" for i in range(1000)
+        ),
+        encoding="utf-8",
+    )
     pulled = {"n": 0}
     real_iter = labeler.run.iter_records
 
@@ -361,8 +387,12 @@ def test_early_fatal_error_leaves_no_partial_files_beside_an_older_output(dump, 
 
 def test_duplicate_ids_are_counted_and_warned(tmp_path, backend):
     path = tmp_path / "dups.jsonl"
-    path.write_text("".join(json.dumps({"id": f"p{i % 4}", "abstract": f"abstract {i} about graph kernels"}) + "\n"
-                            for i in range(10)), encoding="utf-8")
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"p{i % 4}", "abstract": f"abstract {i} about graph kernels"}) + "\n" for i in range(10)
+        ),
+        encoding="utf-8",
+    )
     result = run_cli(str(path), "-o", str(tmp_path / "d.jsonl"), "--chunk-size", "3")
     assert result.exit_code == 0
     assert "warning: 6 records have the id of an earlier record" in flat(result.output)
@@ -373,8 +403,13 @@ def test_over_long_abstract_is_an_error_row_locally_as_over_http(tmp_path, backe
     from papertrack.serving import labeler
 
     path = tmp_path / "long.jsonl"
-    path.write_text(json.dumps({"id": "long", "abstract": "graph " * 4000}) + "\n"
-                    + json.dumps({"id": "ok", "abstract": "a graph neural network paper"}) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps({"id": "long", "abstract": "graph " * 4000})
+        + "\n"
+        + json.dumps({"id": "ok", "abstract": "a graph neural network paper"})
+        + "\n",
+        encoding="utf-8",
+    )
     result = labeler.label_dumps([path], tmp_path / "l.jsonl", backend)
     assert (result.counters.rows, result.counters.errors) == (1, 1)
     (error,) = read_jsonl(tmp_path / "l.errors.jsonl")

@@ -33,9 +33,13 @@ def test_area_probability_is_sum_of_its_labels():
 
 
 def test_top_k_accuracy_by_hand():
-    proba = np.array([[0.5, 0.3, 0.2, 0.0],   # true 1: rank 2
-                      [0.1, 0.2, 0.3, 0.4],   # true 0: rank 4
-                      [0.7, 0.1, 0.1, 0.1]])  # true 0: rank 1
+    proba = np.array(
+        [
+            [0.5, 0.3, 0.2, 0.0],  # true 1: rank 2
+            [0.1, 0.2, 0.3, 0.4],  # true 0: rank 4
+            [0.7, 0.1, 0.1, 0.1],
+        ]
+    )  # true 0: rank 1
     y = np.array([1, 0, 0])
     assert metrics.top_k_accuracy(proba, y, 1) == pytest.approx(1 / 3)
     assert metrics.top_k_accuracy(proba, y, 2) == pytest.approx(2 / 3)
@@ -65,15 +69,26 @@ def test_expected_calibration_error_by_hand():
 
 
 def test_evaluate_reports_both_levels():
-    proba = np.array([[0.1, 0.6, 0.2, 0.1],   # true A · x -> top1 wrong label, right area
-                      [0.0, 0.0, 0.3, 0.7]])  # true B · z -> right
+    proba = np.array(
+        [
+            [0.1, 0.6, 0.2, 0.1],  # true A · x -> top1 wrong label, right area
+            [0.0, 0.0, 0.3, 0.7],
+        ]
+    )  # true B · z -> right
     result = metrics.evaluate(proba, SPACE.encode(["A · x", "B · z"]), SPACE)
     assert result["label_top1"] == pytest.approx(0.5)
     assert result["label_top3"] == pytest.approx(1.0)
     assert result["area_top1"] == pytest.approx(1.0)
     assert result["area_macro_f1"] == pytest.approx(1.0)
-    assert set(result) == {"label_top1", "label_top3", "label_macro_f1", "area_top1", "area_macro_f1",
-                           "log_loss", "ece"}
+    assert set(result) == {
+        "label_top1",
+        "label_top3",
+        "label_macro_f1",
+        "area_top1",
+        "area_macro_f1",
+        "log_loss",
+        "ece",
+    }
 
 
 def test_rank_key_prefers_primary_then_tiebreak():

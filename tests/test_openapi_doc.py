@@ -63,15 +63,18 @@ def test_the_docs_page_loads_only_same_origin_files(client):
 # --------------------------------------------------------------------------- in a browser
 
 
-
 @pytest.mark.slow
 def test_docs_render_in_chromium_without_leaving_loopback(browser, server):
     context = browser.new_context()
     elsewhere, violations, problems = [], [], []
-    context.on("request", lambda request: None if request.url.startswith(server["url"] + "/")
-               else elsewhere.append(request.url))
-    context.add_init_script("document.addEventListener('securitypolicyviolation', "
-                            "e => console.error('CSP violation', e.violatedDirective, e.blockedURI))")
+    context.on(
+        "request",
+        lambda request: None if request.url.startswith(server["url"] + "/") else elsewhere.append(request.url),
+    )
+    context.add_init_script(
+        "document.addEventListener('securitypolicyviolation', "
+        "e => console.error('CSP violation', e.violatedDirective, e.blockedURI))"
+    )
     page = context.new_page()
     page.on("console", lambda message: violations.append(message.text) if "CSP" in message.text else None)
     page.on("pageerror", lambda error: problems.append(str(error)))
@@ -93,4 +96,3 @@ def test_docs_render_in_chromium_without_leaving_loopback(browser, server):
 def test_the_serve_banner_points_to_the_pages(server):
     banner = next(line for line in server["log"].read_text().splitlines() if line.startswith("Serving "))
     assert "OpenAPI page at /docs" in banner and "OpenAPI page at /," not in banner
-

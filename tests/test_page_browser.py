@@ -24,7 +24,9 @@ from tests.test_serve_http import server, server_env  # noqa: F401  the running 
 
 pytestmark = pytest.mark.slow
 
-ARTIFACTS = Path(os.environ.get("PAPERTRACK_TEST_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts")) / "page"
+ARTIFACTS = (
+    Path(os.environ.get("PAPERTRACK_TEST_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts")) / "page"
+)
 TIMEOUT_MS = 30_000
 
 
@@ -95,12 +97,16 @@ def test_bad_input_shows_the_api_message(page):
     assert "abstract" in page.inner_text("#paper-error")
     page.screenshot(path=str(ARTIFACTS / "page-error-long.png"))
 
-    page.set_input_files("#dump-file", files=[{"name": "blob.bin", "mimeType": "application/octet-stream",
-                                               "buffer": bytes(range(256)) * 64}])
+    page.set_input_files(
+        "#dump-file",
+        files=[{"name": "blob.bin", "mimeType": "application/octet-stream", "buffer": bytes(range(256)) * 64}],
+    )
     page.wait_for_selector("#dump-error:not([hidden])")
     assert page.inner_text("#dump-error").startswith("blob.bin")
-    page.set_input_files("#dump-file", files=[{"name": "papers.csv", "mimeType": "text/csv",
-                                               "buffer": b"title,text\nA paper,some text\n"}])
+    page.set_input_files(
+        "#dump-file",
+        files=[{"name": "papers.csv", "mimeType": "text/csv", "buffer": b"title,text\nA paper,some text\n"}],
+    )
     page.wait_for_function("() => document.querySelector('#dump-error').textContent.includes('papers.csv')")
     assert "abstract" in page.inner_text("#dump-error")
     assert page.is_hidden("#dump-download") and page.is_hidden("#dump-progress")
@@ -112,8 +118,8 @@ def test_drop_a_dump_get_a_csv(page, trained):
     lines.insert(3, json.dumps({"abstract": ""}))  # skipped and listed
     content = "\n".join(lines) + "\n"
     transfer = page.evaluate_handle(
-        "(text) => { const dt = new DataTransfer(); dt.items.add(new File([text], 'dump.jsonl')); return dt; }",
-        content)
+        "(text) => { const dt = new DataTransfer(); dt.items.add(new File([text], 'dump.jsonl')); return dt; }", content
+    )
     page.dispatch_event("#drop-zone", "drop", {"dataTransfer": transfer})
     page.wait_for_selector("#dump-download:not([hidden])")
     assert "7 papers labeled" in page.inner_text("#dump-status")

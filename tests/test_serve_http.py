@@ -20,13 +20,16 @@ pytestmark = pytest.mark.slow
 PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
 
 
-
-
 @pytest.fixture(scope="module")
 def server_env(trained, tmp_path_factory):
     home = tmp_path_factory.mktemp("bentoml-home-http")
-    env = {**os.environ, "BENTOML_HOME": str(home), "PAPERTRACK_HOME": str(trained["home"]),
-           "BENTOML_DO_NOT_TRACK": "true", "MLFLOW_DISABLE_TELEMETRY": "true"}
+    env = {
+        **os.environ,
+        "BENTOML_HOME": str(home),
+        "PAPERTRACK_HOME": str(trained["home"]),
+        "BENTOML_DO_NOT_TRACK": "true",
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+    }
     env.pop("MLFLOW_TRACKING_URI", None)  # the session's store is PAPERTRACK_HOME's
     env.pop("PAPERTRACK_BENTO_MODEL", None)
     return env
@@ -37,8 +40,13 @@ def server(server_env, tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("server-log") / "serve.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([PAPERTRACK, "serve", "--port", str(port)], env=server_env, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [PAPERTRACK, "serve", "--port", str(port)],
+            env=server_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{url}/readyz", proc, log)
@@ -58,8 +66,8 @@ def test_predict_over_http_equals_the_pyfunc(server, trained, records):
     import bentoml
     import pandas as pd
 
-    from papertrack.models.artifact import load_predictor
     from papertrack import store as mlstore
+    from papertrack.models.artifact import load_predictor
 
     mlstore.configure()
     _, pyfunc = load_predictor(trained["model_uri"])
@@ -132,9 +140,13 @@ def test_label_through_the_service_equals_local_labeling(server, server_env, tra
     outputs = {}
     for mode, extra in (("http", ["--url", server["url"]]), ("local", [])):
         out = tmp_path / f"{mode}.jsonl"
-        result = subprocess.run([PAPERTRACK, "label", str(dump), "-o", str(out), "--no-progress",
-                                 "--chunk-size", "50", *extra], env=server_env, capture_output=True, text=True,
-                                timeout=300)
+        result = subprocess.run(
+            [PAPERTRACK, "label", str(dump), "-o", str(out), "--no-progress", "--chunk-size", "50", *extra],
+            env=server_env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert result.returncode == 3, result.stdout + result.stderr  # 3: the over-long record is an error row
         assert "123 input records = 120 labeled rows" in " ".join(result.stdout.split())
         outputs[mode] = (out.read_bytes(), (tmp_path / f"{mode}.errors.jsonl").read_bytes())
@@ -144,9 +156,24 @@ def test_label_through_the_service_equals_local_labeling(server, server_env, tra
 def test_bentoml_serve_without_the_model_fails_fast(server_env, tmp_path):
     env = {**server_env, "BENTOML_HOME": str(tmp_path / "empty-bentoml")}
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "bentoml", "serve", "papertrack.serving.service:PaperTrack",
-                             "--host", "127.0.0.1", "--port", str(free_port())], env=env, capture_output=True,
-                            text=True, timeout=120, start_new_session=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bentoml",
+            "serve",
+            "papertrack.serving.service:PaperTrack",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(free_port()),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        start_new_session=True,
+    )
     assert result.returncode != 0
     assert "papertrack train" in result.stdout + result.stderr
     assert time.monotonic() - started < 60
@@ -163,17 +190,26 @@ def test_a_second_server_on_the_same_bentoml_home_keeps_the_first_ones_metrics(s
 
     def predict_count() -> float:
         text = httpx.get(f"{url}/metrics", timeout=10).text
-        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                   if line.startswith("bentoml_service_request_total") and 'endpoint="/predict"' in line
-                   and 'http_response_code="200"' in line)
+        return sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("bentoml_service_request_total")
+            and 'endpoint="/predict"' in line
+            and 'http_response_code="200"' in line
+        )
 
     before = predict_count()
     assert before >= 5
     port = free_port()
     log = tmp_path / "second.log"
     with open(log, "wb") as out:
-        second = subprocess.Popen([PAPERTRACK, "serve", "--port", str(port), "--workers", "1"], env=server_env,
-                                  stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        second = subprocess.Popen(
+            [PAPERTRACK, "serve", "--port", str(port), "--workers", "1"],
+            env=server_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 180
         while True:

@@ -55,9 +55,8 @@ def imported(bento_home):
 
 @pytest.fixture(scope="module")
 def client(imported):
-    from starlette.testclient import TestClient
-
     from prometheus_client import REGISTRY
+    from starlette.testclient import TestClient
 
     from papertrack.serving.service import PaperTrack
 
@@ -72,8 +71,8 @@ def client(imported):
 
 @pytest.fixture(scope="module")
 def pyfunc(trained):
-    from papertrack.models.artifact import load_predictor
     from papertrack import store as mlstore
+    from papertrack.models.artifact import load_predictor
 
     mlstore.configure()
     return load_predictor(trained["model_uri"])
@@ -83,8 +82,8 @@ def pyfunc(trained):
 
 
 def test_import_champion_is_idempotent_and_keeps_mlflow_artifacts(imported, trained):
-    from papertrack.serving import store
     from papertrack import store as mlstore
+    from papertrack.serving import store
 
     champion = store.find_champion()
     assert str(imported.tag) == champion.bento_tag == f"papertrack:v{champion.version}-{champion.run_id[:12]}"
@@ -101,9 +100,9 @@ def test_import_champion_is_idempotent_and_keeps_mlflow_artifacts(imported, trai
 def test_no_champion_fails_fast_with_a_hint(tmp_path, monkeypatch, trained):
     from typer.testing import CliRunner
 
+    from papertrack import store as mlstore
     from papertrack.cli import app
     from papertrack.serving import store
-    from papertrack import store as mlstore
 
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "empty-home"))
     try:
@@ -151,8 +150,11 @@ def test_predict(client, pyfunc, imported):
     assert set(body) == {"tracks", "areas", "prediction_set", "confident", "model"}
     check_result(body, 3, predictor.space.n_labels)
     assert len(body["areas"]) == len(predictor.space.areas)
-    assert body["model"] == {"name": "papertrack", "version": imported.info.metadata["version"],
-                             "run_id": imported.info.metadata["run_id"]}
+    assert body["model"] == {
+        "name": "papertrack",
+        "version": imported.info.metadata["version"],
+        "run_id": imported.info.metadata["run_id"],
+    }
     # the same answer as the registered pyfunc for the same abstract
     import pandas as pd
 
@@ -164,8 +166,9 @@ def test_predict(client, pyfunc, imported):
 @pytest.mark.parametrize("top_k", [1, 5])
 def test_predict_top_k_and_title(client, pyfunc, top_k):
     predictor, _ = pyfunc
-    response = client.post("/predict", json={"abstract": ABSTRACTS[1], "title": "Conservative offline RL",
-                                             "top_k": top_k})
+    response = client.post(
+        "/predict", json={"abstract": ABSTRACTS[1], "title": "Conservative offline RL", "top_k": top_k}
+    )
     assert response.status_code == 200
     body = response.json()
     check_result(body, top_k, predictor.space.n_labels)
@@ -207,7 +210,7 @@ def test_metadata(client, trained, imported, pyfunc):
     assert meta["candidate"] == result.winner.candidate.name
     assert meta["labels"] == list(predictor.space.labels) and meta["n_labels"] == predictor.space.n_labels
     assert meta["hierarchy"] == predictor.space.hierarchy()
-    assert sorted(l for labels in meta["hierarchy"].values() for l in labels) == sorted(meta["labels"])
+    assert sorted(lab for labels in meta["hierarchy"].values() for lab in labels) == sorted(meta["labels"])
     assert meta["metrics"]["label_top3"] == pytest.approx(result.winner.metrics["label_top3"])
     assert meta["limits"] == {"max_abstract_chars": 20_000, "max_title_chars": 1_000, "max_batch": 1_000}
 
@@ -301,8 +304,11 @@ def test_malformed_bodies_and_content_types(client, path, name, data, content_ty
 
 
 def test_json_with_charset_is_accepted(client):
-    response = client.post("/predict", content=json.dumps({"abstract": ABSTRACTS[0]}).encode(),
-                           headers={"Content-Type": "application/json; charset=utf-8"})
+    response = client.post(
+        "/predict",
+        content=json.dumps({"abstract": ABSTRACTS[0]}).encode(),
+        headers={"Content-Type": "application/json; charset=utf-8"},
+    )
     assert response.status_code == 200
 
 
@@ -338,8 +344,12 @@ def test_guard_rejects_large_and_chunked_bodies():
         async def send(message):
             sent.append(message)
 
-        scope = {"type": "http", "path": "/predict", "method": "POST",
-                 "headers": [(b"content-type", b"application/json"), *headers]}
+        scope = {
+            "type": "http",
+            "path": "/predict",
+            "method": "POST",
+            "headers": [(b"content-type", b"application/json"), *headers],
+        }
         asyncio.run(RequestGuard(app, max_body_bytes=100)(scope, receive, send))
         return sent[0]["status"], sent[1]["body"]
 
@@ -378,13 +388,24 @@ def test_bentoml_build_packs_the_wheel_and_the_model(imported, bento_home, tmp_p
     shutil.copy2(REPO / "bentofile.yaml", context / "bentofile.yaml")
     wheel = build_wheel(context / "dist")
     env = {**service_env(str(imported.tag)), "BENTOML_HOME": str(bento_home)}
-    built = subprocess.run([sys.executable, "-m", "bentoml", "build", "-o", "tag", str(context)], cwd=context,
-                           env=env, capture_output=True, text=True, timeout=300)
+    built = subprocess.run(
+        [sys.executable, "-m", "bentoml", "build", "-o", "tag", str(context)],
+        cwd=context,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stdout + built.stderr
     tag = built.stdout.strip().splitlines()[-1].removeprefix("__tag__:")
     archive = tmp_path / "papertrack.bento"
-    exported = subprocess.run([sys.executable, "-m", "bentoml", "export", tag, str(archive)], env=env,
-                              capture_output=True, text=True, timeout=300)
+    exported = subprocess.run(
+        [sys.executable, "-m", "bentoml", "export", tag, str(archive)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert exported.returncode == 0, exported.stdout + exported.stderr
     with tarfile.open(archive) as tar:
         names = set(tar.getnames())
@@ -408,8 +429,9 @@ def test_unknown_paths_share_one_metrics_label(client):
 
 
 def test_post_without_content_type_is_415(client):
-    response = client.post("/predict", content=json.dumps({"abstract": ABSTRACTS[0]}).encode(),
-                           headers={"Content-Type": ""})
+    response = client.post(
+        "/predict", content=json.dumps({"abstract": ABSTRACTS[0]}).encode(), headers={"Content-Type": ""}
+    )
     assert response.status_code == 415 and "Content-Type" in response.json()["error"]
 
 
@@ -450,7 +472,7 @@ def test_allowed_hosts_setting():
     assert status(OriginGuard(app, []), b"[::1]:3000") == 200
 
 
-@pytest.mark.parametrize("abstract", ["\u0000", "\u200b\u200b\u200b", "\U0001F600\U0001F680", "?!"])
+@pytest.mark.parametrize("abstract", ["\u0000", "\u200b\u200b\u200b", "\U0001f600\U0001f680", "?!"])
 def test_content_free_abstracts_are_400(client, abstract):
     response = client.post("/predict", json={"abstract": abstract})
     assert response.status_code == 400 and "no letters or digits" in response.json()["error"]
@@ -511,8 +533,9 @@ def test_keep_alive_clients_are_asked_to_reconnect_now_and_then():
         async def send(message):
             sent.append(message)
 
-        asyncio.run(recycler({"type": "http", "client": client, "server": ("127.0.0.1", 3000), "headers": []},
-                             None, send))
+        asyncio.run(
+            recycler({"type": "http", "client": client, "server": ("127.0.0.1", 3000), "headers": []}, None, send)
+        )
         return dict(sent[0]["headers"])
 
     first = [headers(("127.0.0.1", 50001)).get(b"connection") for _ in range(10)]

@@ -16,8 +16,12 @@ from papertrack.training.evaluation import evaluate_candidates
 
 from .recording import FITTED, recording_candidate
 
-TOPICS = {"A · graphs": "graph nodes edges message passing", "A · language": "language tokens text model",
-          "B · agents": "agent reward policy environment", "B · privacy": "privacy private noise budget"}
+TOPICS = {
+    "A · graphs": "graph nodes edges message passing",
+    "A · language": "language tokens text model",
+    "B · agents": "agent reward policy environment",
+    "B · privacy": "privacy private noise budget",
+}
 
 
 def _two_sources() -> TrainingSet:
@@ -28,16 +32,29 @@ def _two_sources() -> TrainingSet:
             label = list(TOPICS)[i % 4]
             words = TOPICS[label].split() + [extra, f"w{rng.integers(50)}", f"{origin[:4].lower()}{i}"]
             text = " ".join(rng.permutation(words))
-            records.append(Record(f"{origin}-{i}", text, None, label, label.split(" · ")[0], label.split(" · ")[1],
-                                  f"{origin}.jsonl", i + 1, origin=origin))
+            records.append(
+                Record(
+                    f"{origin}-{i}",
+                    text,
+                    None,
+                    label,
+                    label.split(" · ")[0],
+                    label.split(" · ")[1],
+                    f"{origin}.jsonl",
+                    i + 1,
+                    origin=origin,
+                )
+            )
     return TrainingSet.from_records(records)
 
 
 def test_shift_holdout_keeps_sources_apart_in_every_fitted_step():
     data = _two_sources()
     directions = shift_directions(data.sources)
-    assert [(d.trained_on, d.heldout) for d in directions] == [(("ICML 2024",), "ICLR 2024"),
-                                                               (("ICLR 2024",), "ICML 2024")]
+    assert [(d.trained_on, d.heldout) for d in directions] == [
+        (("ICML 2024",), "ICLR 2024"),
+        (("ICLR 2024",), "ICML 2024"),
+    ]
     assert [d.name for d in directions] == ["icml2024-to-iclr2024", "iclr2024-to-icml2024"]
     for d in directions:
         assert set(data.sources[d.train]) == set(d.trained_on) and set(data.sources[d.test]) == {d.heldout}
@@ -76,8 +93,10 @@ def test_one_source_falls_back_to_cross_validation_and_says_so(subset_path, tmp_
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
     console = Console(record=True, width=200)
     result = run_sweep([one], candidate_names=["tfidf-word-cnb"], folds=2, seed=1, register=False, console=console)
-    assert "no temporal holdout: one year (2024); no shift holdout (one source): the champion is chosen by 2-fold " \
-           "cross-validation" in console.export_text()
+    assert (
+        "no temporal holdout: one year (2024); no shift holdout (one source): the champion is chosen by 2-fold "
+        "cross-validation" in console.export_text()
+    )
     assert not any(k.startswith("shift_") for k in result.winner.metrics)
     assert result.choice.metric == "label_top3"
     np.testing.assert_array_equal(result.winner.selection_proba, result.winner.cv.oof_proba)
@@ -92,10 +111,14 @@ def test_cost_rule_prefers_the_cheaper_model_when_the_costly_one_is_within_noise
     cheap = _hits(rng, 800, 0.70)
     close = np.where(rng.random(800) < 0.15, _hits(rng, 800, 0.75), cheap)  # a little better: within noise
     assert close.mean() > cheap.mean()
-    choice = choose_champion([Contender("costly", close.mean(), 0.3, 100.0, close),
-                              Contender("cheap", cheap.mean(), 0.3, 1.0, cheap),
-                              Contender("mid", cheap.mean() - 0.05, 0.3, 0.1, _hits(rng, 800, 0.6), baseline=True)],
-                             "shift_label_top3")
+    choice = choose_champion(
+        [
+            Contender("costly", close.mean(), 0.3, 100.0, close),
+            Contender("cheap", cheap.mean(), 0.3, 1.0, cheap),
+            Contender("mid", cheap.mean() - 0.05, 0.3, 0.1, _hits(rng, 800, 0.6), baseline=True),
+        ],
+        "shift_label_top3",
+    )
     assert choice.leader == "costly" and choice.winner == "cheap"
     assert "within noise of the 100x faster cheap" in choice.reason
     (comparison,) = choice.comparisons
@@ -109,13 +132,17 @@ def test_cost_rule_keeps_the_costly_model_when_it_is_clearly_ahead():
     rng = np.random.default_rng(1)
     cheap = _hits(rng, 800, 0.60)
     better = np.where(rng.random(800) < 0.4, 1.0, cheap)  # +~0.16
-    choice = choose_champion([Contender("cheap", cheap.mean(), 0.3, 1.0, cheap),
-                              Contender("costly", better.mean(), 0.3, 40.0, better)], "shift_label_top3")
+    choice = choose_champion(
+        [Contender("cheap", cheap.mean(), 0.3, 1.0, cheap), Contender("costly", better.mean(), 0.3, 40.0, better)],
+        "shift_label_top3",
+    )
     assert choice.winner == "costly" == choice.leader
     (comparison,) = choice.comparisons
     assert comparison.low > 0
-    assert f"{comparison.difference:+.3f} [{comparison.low:+.3f}, {comparison.high:+.3f}] over the 40x cheaper cheap" \
+    assert (
+        f"{comparison.difference:+.3f} [{comparison.low:+.3f}, {comparison.high:+.3f}] over the 40x cheaper cheap"
         in choice.reason
+    )
     assert choice.tags()[f"{TAG}.compared_with"] == "cheap"
     # a contender less than 5x cheaper never triggers the rule
     near = choose_champion([Contender("a", 0.71, 0.3, 4.0, better), Contender("b", 0.70, 0.3, 1.0, cheap)], "m")
@@ -138,8 +165,11 @@ def test_promotion_applies_the_cost_rule_between_a_new_winner_and_the_champion()
     promote, reason = decide(Contender("costly", better.mean(), 0.3, 80.0, better), champion, "shift_label_top3")
     assert promote is True and "over the 80x cheaper champion v1 (tfidf)" in reason
     # a much cheaper winner within noise of a costly champion replaces it (what one sweep would have chosen)
-    promote, _ = decide(Contender("cheap", cheap.mean(), 0.3, 1.0, cheap),
-                        Contender("champion v2 (costly)", close.mean(), 0.3, 80.0, close), "shift_label_top3")
+    promote, _ = decide(
+        Contender("cheap", cheap.mean(), 0.3, 1.0, cheap),
+        Contender("champion v2 (costly)", close.mean(), 0.3, 80.0, close),
+        "shift_label_top3",
+    )
     assert promote is True
     # costs within 5x, or hits on other rows: the plain gate decides
     assert decide(Contender("similar", close.mean(), 0.3, 4.0, close), champion, "shift_label_top3") is None
@@ -162,8 +192,11 @@ def test_default_data_is_the_three_labeled_sources_and_a_missing_one_is_a_clear_
 
     for name in DEFAULT_FILES:
         (tmp_path / name).write_text("{}\n")
-    assert default_data_paths(tmp_path) == [tmp_path / "iclr2024_topics.jsonl", tmp_path / "icml2024_topics.jsonl",
-                                            tmp_path / "iclr2025_dev_topics.jsonl"]
+    assert default_data_paths(tmp_path) == [
+        tmp_path / "iclr2024_topics.jsonl",
+        tmp_path / "icml2024_topics.jsonl",
+        tmp_path / "iclr2025_dev_topics.jsonl",
+    ]
     (tmp_path / "icml2024_topics.jsonl").unlink()
     with pytest.raises(UsageError, match="icml2024_topics.jsonl is missing.*--data .*iclr2024_topics.jsonl"):
         default_data_paths(tmp_path)

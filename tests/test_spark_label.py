@@ -46,10 +46,17 @@ def inputs(trained, data_dir, tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("spark-inputs")
     lines = Path(trained["data"]).read_text(encoding="utf-8").splitlines()[:200]
-    for position, line in sorted({5: "{not valid json", 17: json.dumps({"id": "empty-1", "abstract": "  "}),
-                                  29: json.dumps(["an", "array"]), 41: json.dumps({"id": "num-1", "abstract": 42}),
-                                  53: json.dumps({"abstract": "A record without an id about graph neural networks."}),
-                                  60: ""}.items(), reverse=True):
+    for position, line in sorted(
+        {
+            5: "{not valid json",
+            17: json.dumps({"id": "empty-1", "abstract": "  "}),
+            29: json.dumps(["an", "array"]),
+            41: json.dumps({"id": "num-1", "abstract": 42}),
+            53: json.dumps({"abstract": "A record without an id about graph neural networks."}),
+            60: "",
+        }.items(),
+        reverse=True,
+    ):
         lines.insert(position, line)
     mixed = folder / "mixed.jsonl.gz"
     mixed.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode("utf-8")))
@@ -57,22 +64,41 @@ def inputs(trained, data_dir, tmp_path_factory):
     plain.write_text("\n".join(lines[100:] + lines[:100]) + "\n", encoding="utf-8")
     records = [json.loads(line) for line in Path(trained["data"]).read_text(encoding="utf-8").splitlines()[200:320]]
     records[7]["abstract"] = ""  # an empty abstract in Parquet is an error row too
-    table = pd.DataFrame([{"id": r.get("id"), "abstract": r["abstract"], "title": r.get("title"), "label": r["label"]}
-                          for r in records])
+    table = pd.DataFrame(
+        [{"id": r.get("id"), "abstract": r["abstract"], "title": r.get("title"), "label": r["label"]} for r in records]
+    )
     parquet = folder / "more.parquet"
     table.to_parquet(parquet, index=False)
     as_jsonl = folder / "more.jsonl"
     table.to_json(as_jsonl, orient="records", lines=True, force_ascii=False)
-    return {"mixed": mixed, "text": data_dir / "samples" / "labeled_dump.txt", "parquet": parquet, "jsonl": as_jsonl,
-            "plain": plain}
+    return {
+        "mixed": mixed,
+        "text": data_dir / "samples" / "labeled_dump.txt",
+        "parquet": parquet,
+        "jsonl": as_jsonl,
+        "plain": plain,
+    }
 
 
 @pytest.fixture(scope="module")
 def spark_run(inputs, tmp_path_factory):
     out = tmp_path_factory.mktemp("spark-out") / "labeled.jsonl"
-    result = run_cli(str(inputs["mixed"]), str(inputs["text"]), str(inputs["parquet"]), str(inputs["plain"]),
-                     "-o", str(out), "--engine", "spark", "--master", MASTER, "--partitions", "3",
-                     "--spark-conf", f"spark.sql.files.maxPartitionBytes={SPLIT_BYTES}")
+    result = run_cli(
+        str(inputs["mixed"]),
+        str(inputs["text"]),
+        str(inputs["parquet"]),
+        str(inputs["plain"]),
+        "-o",
+        str(out),
+        "--engine",
+        "spark",
+        "--master",
+        MASTER,
+        "--partitions",
+        "3",
+        "--spark-conf",
+        f"spark.sql.files.maxPartitionBytes={SPLIT_BYTES}",
+    )
     assert result.exit_code in (0, 3), result.output
     return out, result.output
 
@@ -80,8 +106,9 @@ def spark_run(inputs, tmp_path_factory):
 @pytest.fixture(scope="module")
 def local_run(inputs, tmp_path_factory):
     out = tmp_path_factory.mktemp("local-out") / "labeled.jsonl"
-    result = run_cli(str(inputs["mixed"]), str(inputs["text"]), str(inputs["jsonl"]), str(inputs["plain"]),
-                     "-o", str(out))
+    result = run_cli(
+        str(inputs["mixed"]), str(inputs["text"]), str(inputs["jsonl"]), str(inputs["plain"]), "-o", str(out)
+    )
     assert result.exit_code == 3, result.output  # the inputs hold bad records on purpose: exit status 3
     return out
 
@@ -99,11 +126,16 @@ def test_spark_rows_equal_the_in_process_labeler(spark_run, local_run, inputs):
     assert [(r["source"], r["line"]) for r in spark_rows] == [(r["source"], r["line"]) for r in local_rows]
     assert [r["id"] for r in spark_rows] == [r["id"] for r in local_rows]
     assert len({r["source"] for r in spark_rows}) == 4
-    for s, l in zip(spark_rows, local_rows):
-        assert [t["label"] for t in s["tracks"]] == [t["label"] for t in l["tracks"]]
-        assert all(abs(a["probability"] - b["probability"]) <= 1e-9 for a, b in zip(s["tracks"], l["tracks"]))
-        assert (s["area"], s["label"], s["in_top_k"], s["title"]) == (l["area"], l["label"], l["in_top_k"], l["title"])
-        assert abs(s["area_probability"] - l["area_probability"]) <= 1e-9
+    for s, loc in zip(spark_rows, local_rows):
+        assert [t["label"] for t in s["tracks"]] == [t["label"] for t in loc["tracks"]]
+        assert all(abs(a["probability"] - b["probability"]) <= 1e-9 for a, b in zip(s["tracks"], loc["tracks"]))
+        assert (s["area"], s["label"], s["in_top_k"], s["title"]) == (
+            loc["area"],
+            loc["label"],
+            loc["in_top_k"],
+            loc["title"],
+        )
+        assert abs(s["area_probability"] - loc["area_probability"]) <= 1e-9
 
 
 def test_errors_are_rows_with_reasons_and_counts_add_up(spark_run, local_run, inputs):
@@ -119,7 +151,8 @@ def test_errors_are_rows_with_reasons_and_counts_add_up(spark_run, local_run, in
     assert inputs["plain"].stat().st_size > 3 * SPLIT_BYTES  # so its line numbers above span several splits
     assert len([e for e in others if e["source"] == str(inputs["plain"])]) == 4
     assert {"invalid JSON", "not an object", "abstract is a number"} <= {
-        k for e in others for k in ("invalid JSON", "not an object", "abstract is a number") if k in e["reason"]}
+        k for e in others for k in ("invalid JSON", "not an object", "abstract is a number") if k in e["reason"]
+    }
     summary = json.loads((out / "summary.json").read_text())
     c = summary["counters"]
     rows = read_jsonl(parts(out / "labels", ".jsonl"))
@@ -128,7 +161,9 @@ def test_errors_are_rows_with_reasons_and_counts_add_up(spark_run, local_run, in
     assert len(parts(out / "labels", ".jsonl")) == 3
     assert f"{c['inputs']:,} input records = {c['rows']:,} labeled rows" in output
     headers = [e for e in errors if e["kind"] == "header"]  # the labeled sample dump opens with its page header
-    assert c["headers"] == len(headers) == 1 and "of which 1 is a text dump's header paragraph" in " ".join(output.split())
+    assert c["headers"] == len(headers) == 1 and "of which 1 is a text dump's header paragraph" in " ".join(
+        output.split()
+    )
     assert c["labeled"] > 0 and 0 < c["top3"] <= c["labeled"]
 
 
@@ -140,7 +175,9 @@ def test_parquet_output_bad_parquet_no_complete_output_and_clear_errors(spark_ru
     result = run_cli(str(inputs["mixed"]), "-o", str(out), "--engine", "spark", "--master", MASTER, "-k", "2")
     assert result.exit_code == 0, result.output
     table = pq.read_table(out / "labels").to_pylist()
-    jsonl_rows = [r for r in read_jsonl(parts(spark_run[0] / "labels", ".jsonl")) if r["source"] == str(inputs["mixed"])]
+    jsonl_rows = [
+        r for r in read_jsonl(parts(spark_run[0] / "labels", ".jsonl")) if r["source"] == str(inputs["mixed"])
+    ]
     assert [r["id"] for r in table] == [r["id"] for r in jsonl_rows]
     assert all(len(r["tracks"]) == 2 and r["tracks"][0] == j["tracks"][0] for r, j in zip(table, jsonl_rows))
 
@@ -189,6 +226,8 @@ def test_bad_input_is_one_clear_line_and_no_output(case, trained, inputs, tmp_pa
 
 def test_spark_only_options_are_refused_with_the_local_engine(trained, inputs, tmp_path):
     result = run_cli(str(inputs["mixed"]), "-o", str(tmp_path / "o.jsonl"), "--master", MASTER)
-    assert result.exit_code == 2 and "--master, --partitions and --spark-conf need --engine spark" in " ".join(result.output.split())
+    assert result.exit_code == 2 and "--master, --partitions and --spark-conf need --engine spark" in " ".join(
+        result.output.split()
+    )
     result = run_cli(str(inputs["mixed"]), "-o", str(tmp_path / "o.jsonl"), "--engine", "spark", "--resume")
     assert result.exit_code == 2 and "--resume cannot be used with --engine spark" in " ".join(result.output.split())

@@ -127,12 +127,14 @@ def test_text_output_round_trips_with_labels_authors_and_the_marker(model, dump,
 
     # a person fixes the first label (marker left in place) and confirms the second (marker deleted)
     lines = text.splitlines()
-    label_lines = [i + 1 + next(j for j, l in enumerate(lines[i + 1:]) if not l.startswith("#"))
-                   for i, l in enumerate(lines) if l.startswith(SUGGESTED_MARKER)]
+    label_lines = [
+        i + 1 + next(j for j, line in enumerate(lines[i + 1 :]) if not line.startswith("#"))
+        for i, line in enumerate(lines)
+        if line.startswith(SUGGESTED_MARKER)
+    ]
     other = next(label for label in TOPICS if label != lines[label_lines[0]])
     lines[label_lines[0]] = other
-    second_marker = next(i for i, l in enumerate(lines) if l.startswith(SUGGESTED_MARKER)
-                         and i > label_lines[0])
+    second_marker = next(i for i, line in enumerate(lines) if line.startswith(SUGGESTED_MARKER) and i > label_lines[0])
     del lines[second_marker]
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     kept, summary = load_dataset(out)
@@ -170,8 +172,11 @@ def test_uncertainty_strategy_on_a_real_model_takes_the_least_sure(model, dump):
 
 def test_comment_lines_and_a_hash_in_running_text(tmp_path):
     path = tmp_path / "dump.txt"
-    path.write_text("# notes about this file\n# model-suggested: Theory\nTheory\n\nAda Lovelace, Alan Turing\n\n"
-                    "We rank\n#1 on the leaderboard with a bound.\n", encoding="utf-8")
+    path.write_text(
+        "# notes about this file\n# model-suggested: Theory\nTheory\n\nAda Lovelace, Alan Turing\n\n"
+        "We rank\n#1 on the leaderboard with a bound.\n",
+        encoding="utf-8",
+    )
     (record,) = list(iter_records(path))
     assert record.abstract == "We rank #1 on the leaderboard with a bound."  # "#1" is text, not a comment
     assert record.label == "Theory" and record.suggested and record.authors == "Ada Lovelace, Alan Turing"
@@ -186,8 +191,19 @@ def test_suggest_command_with_the_registered_champion(trained, tmp_path, data_di
 
     from papertrack.cli import app
 
-    result = CliRunner().invoke(app, ["suggest", str(data_dir / "samples" / "unlabeled_dump.txt"), "-n", "5",
-                                      "-o", str(out), "--strategy", "diverse"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "suggest",
+            str(data_dir / "samples" / "unlabeled_dump.txt"),
+            "-n",
+            "5",
+            "-o",
+            str(out),
+            "--strategy",
+            "diverse",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "Picked 5 of" in result.output
     records = list(iter_records(out))
@@ -203,8 +219,9 @@ def test_train_leaves_untouched_guesses_out_unless_accepted(trained, tmp_path):
     from papertrack.cli import app
 
     out = tmp_path / "picks.jsonl"
-    result = CliRunner().invoke(app, ["suggest", str(trained["data"]), "-n", "3", "-o", str(out),
-                                      "--strategy", "random"])
+    result = CliRunner().invoke(
+        app, ["suggest", str(trained["data"]), "-n", "3", "-o", str(out), "--strategy", "random"]
+    )
     assert result.exit_code == 0, result.output
     result = CliRunner().invoke(app, ["train", "--data", str(out), "-c", "tfidf-word-cnb", "--no-register"])
     assert result.exit_code == 2
@@ -221,14 +238,15 @@ def test_picks_without_authors_are_still_read_as_a_labeled_dump(model, tmp_path)
     """An unlabeled dump has no authors lines: the comments above the label lines tell the layout."""
     rng = np.random.default_rng(2)
     dump = tmp_path / "unlabeled.txt"
-    dump.write_text("New papers\n\n" + "\n\n".join(paper(w.split(), rng) for w in TOPICS.values()) + "\n",
-                    encoding="utf-8")
+    dump.write_text(
+        "New papers\n\n" + "\n\n".join(paper(w.split(), rng) for w in TOPICS.values()) + "\n", encoding="utf-8"
+    )
     picks = suggest(model, read_pool([dump]).records, 3, "diverse")
     out = write_suggestions(tmp_path / "picks.txt", picks, strategy="diverse", model="test")
     lines = out.read_text(encoding="utf-8").splitlines()
     records = list(iter_records(out))
     assert [r.label for r in records] == [p.guess for p in picks] and all(r.suggested for r in records)
     # with every marker deleted (all guesses checked), the "# top-3:" comments still tell the layout
-    out.write_text("\n".join(l for l in lines if not l.startswith(SUGGESTED_MARKER)) + "\n", encoding="utf-8")
+    out.write_text("\n".join(line for line in lines if not line.startswith(SUGGESTED_MARKER)) + "\n", encoding="utf-8")
     kept, summary = load_dataset(out)
     assert [r.label for r in kept] == [p.guess for p in picks] and summary.suggested == 0

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from .processes import free_port, stop, wait_http
-
 from tests.conftest import FAST_CANDIDATES, stratified_subset
+
+from .processes import free_port, stop, wait_http
 
 PG_BIN = Path(os.environ.get("PAPERTRACK_PG_BIN", "/usr/lib/postgresql/15/bin"))
 INSTALL = "apt-get install -y postgresql (PostgreSQL 15 server binaries in /usr/lib/postgresql/15/bin)"
@@ -34,17 +34,14 @@ try:
 except KeyError:
     pytest.skip(f"no 'postgres' user: {INSTALL}", allow_module_level=True)
 if os.geteuid() not in (0, POSTGRES.pw_uid):
-    pytest.skip("initdb/pg_ctl must run as user postgres: run the tests as root or as postgres",
-                allow_module_level=True)
-
+    pytest.skip(
+        "initdb/pg_ctl must run as user postgres: run the tests as root or as postgres", allow_module_level=True
+    )
 
 
 def as_postgres(*command: str, **kwargs) -> subprocess.CompletedProcess:
     prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
     return subprocess.run([*prefix, *command], capture_output=True, text=True, timeout=120, **kwargs)
-
-
-
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +50,23 @@ def postgres():
     root = Path(tempfile.mkdtemp(prefix="papertrack-pg-"))
     os.chown(root, POSTGRES.pw_uid, POSTGRES.pw_gid)
     data, port = root / "data", free_port()
-    init = as_postgres(str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8",
-                       "--no-sync")
+    init = as_postgres(
+        str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync"
+    )
     assert init.returncode == 0, init.stderr
-    start = as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log"), "-w", "-t", "60",
-                        "-o", f"-k {root} -p {port} -c listen_addresses=127.0.0.1", "start")
+    start = as_postgres(
+        str(PG_BIN / "pg_ctl"),
+        "-D",
+        str(data),
+        "-l",
+        str(root / "server.log"),
+        "-w",
+        "-t",
+        "60",
+        "-o",
+        f"-k {root} -p {port} -c listen_addresses=127.0.0.1",
+        "start",
+    )
     try:
         assert start.returncode == 0, start.stdout + start.stderr + (root / "server.log").read_text()
         created = as_postgres(str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "mlflow")
@@ -74,9 +83,21 @@ def server(postgres, tmp_path_factory):
     folder = tmp_path_factory.mktemp("team-server")
     port, log = free_port(), folder / "server.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([PAPERTRACK, "tracking-server", "--backend-store-uri", postgres["uri"],
-                                 "--artifacts", str(folder / "artifacts"), "--port", str(port)],
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [
+                PAPERTRACK,
+                "tracking-server",
+                "--backend-store-uri",
+                postgres["uri"],
+                "--artifacts",
+                str(folder / "artifacts"),
+                "--port",
+                str(port),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{url}/health", proc, log)
@@ -89,8 +110,13 @@ def server(postgres, tmp_path_factory):
 @pytest.fixture(scope="module")
 def client_env(server, tmp_path_factory):
     home = tmp_path_factory.mktemp("team-client")
-    env = {**os.environ, "MLFLOW_TRACKING_URI": server["url"], "PAPERTRACK_HOME": str(home / "papertrack"),
-           "BENTOML_HOME": str(home / "bentoml"), "PAPERTRACK_EMBEDDING_CACHE": "off"}
+    env = {
+        **os.environ,
+        "MLFLOW_TRACKING_URI": server["url"],
+        "PAPERTRACK_HOME": str(home / "papertrack"),
+        "BENTOML_HOME": str(home / "bentoml"),
+        "PAPERTRACK_EMBEDDING_CACHE": "off",
+    }
     env.pop("PAPERTRACK_BENTO_MODEL", None)
     return env
 
@@ -100,8 +126,16 @@ def papertrack(env: dict, *args: str, timeout: float = 900) -> subprocess.Comple
 
 
 def train_args(data: Path) -> list[str]:
-    return ["train", "--data", str(data), *[a for c in FAST_CANDIDATES for a in ("-c", c)], "--folds", "3",
-            "--seed", "7"]
+    return [
+        "train",
+        "--data",
+        str(data),
+        *[a for c in FAST_CANDIDATES for a in ("-c", c)],
+        "--folds",
+        "3",
+        "--seed",
+        "7",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -122,8 +156,9 @@ def test_train_runs_alias_and_artifacts_through_the_server(first_train, client_e
     client = MlflowClient(tracking_uri=server["url"], registry_uri=server["url"])
     champion = client.get_model_version_by_alias("papertrack", "champion")
     assert champion.version == "1" and champion.tags["candidate"] in FAST_CANDIDATES
-    candidate_runs = client.search_runs([client.get_experiment_by_name("papertrack").experiment_id],
-                                        filter_string="tags.candidate != ''")
+    candidate_runs = client.search_runs(
+        [client.get_experiment_by_name("papertrack").experiment_id], filter_string="tags.candidate != ''"
+    )
     assert {r.data.tags["candidate"] for r in candidate_runs} >= set(FAST_CANDIDATES)
     assert all("label_top3" in r.data.metrics for r in candidate_runs)
     # plots are proxied: uploaded through the server into its --artifacts folder, downloadable through it
@@ -140,15 +175,21 @@ def test_serve_and_label_pull_the_champion_from_the_server(first_train, client_e
 
     lines = subset_path.read_text(encoding="utf-8").splitlines()[:20]
     (tmp_path / "dump.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    labeled = papertrack(client_env, "label", str(tmp_path / "dump.jsonl"), "-o", str(tmp_path / "out.jsonl"),
-                         "--no-progress")
+    labeled = papertrack(
+        client_env, "label", str(tmp_path / "dump.jsonl"), "-o", str(tmp_path / "out.jsonl"), "--no-progress"
+    )
     assert labeled.returncode == 0, labeled.stdout + labeled.stderr
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 20
 
     port, log = free_port(), tmp_path / "serve.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([PAPERTRACK, "serve", "--port", str(port), "--workers", "1"], env=client_env,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [PAPERTRACK, "serve", "--port", str(port), "--workers", "1"],
+            env=client_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         wait_http(f"http://127.0.0.1:{port}/readyz", proc, log)
         abstract = json.loads(lines[0])["abstract"]
@@ -169,24 +210,35 @@ def test_two_concurrent_trains_give_exactly_one_champion(first_train, client_env
     from mlflow.tracking import MlflowClient
 
     data = stratified_subset(data_dir / "iclr2024_topics.jsonl", tmp_path / "other.jsonl", 9)
-    procs = [subprocess.Popen([PAPERTRACK, *train_args(data)], env=client_env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [PAPERTRACK, *train_args(data)], env=client_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        for _ in range(2)
+    ]
     outputs = [p.communicate(timeout=1200)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], "\n\n".join(outputs)
     client = MlflowClient(tracking_uri=server["url"], registry_uri=server["url"])
-    versions = sorted((v for v in client.search_model_versions("name='papertrack'") if v.version != "1"),
-                      key=lambda v: int(v.version))
+    versions = sorted(
+        (v for v in client.search_model_versions("name='papertrack'") if v.version != "1"), key=lambda v: int(v.version)
+    )
     assert len(versions) == 2
-    by_alias = {"champion": client.get_model_version_by_alias("papertrack", "champion").version,
-                "challenger": client.get_model_version_by_alias("papertrack", "challenger").version}
+    by_alias = {
+        "champion": client.get_model_version_by_alias("papertrack", "champion").version,
+        "challenger": client.get_model_version_by_alias("papertrack", "challenger").version,
+    }
     assert by_alias == {"champion": versions[0].version, "challenger": versions[1].version}
     assert "training data changed" in versions[0].tags["gate"]
-    assert "does not beat the champion" in versions[1].tags["gate"] and f"v{versions[0].version}" in versions[1].tags["gate"]
+    assert (
+        "does not beat the champion" in versions[1].tags["gate"]
+        and f"v{versions[0].version}" in versions[1].tags["gate"]
+    )
     said = sorted(" ".join(o.split()) for o in outputs)
     assert sum("as champion" in s for s in said) == 1 and sum("as challenger" in s for s in said) == 1
     # both runs landed
-    parents = client.search_runs([client.get_experiment_by_name("papertrack").experiment_id],
-                                 filter_string="tags.registered_version != ''")
+    parents = client.search_runs(
+        [client.get_experiment_by_name("papertrack").experiment_id], filter_string="tags.registered_version != ''"
+    )
     assert {r.data.tags["registered_version"] for r in parents} >= {v.version for v in versions}
 
 
@@ -198,8 +250,17 @@ def test_unreachable_server_or_database_is_one_clear_line(server, postgres, clie
     assert "cannot reach the tracking server at http://127.0.0.1:" in " ".join(result.stderr.split())
     # tracking-server refuses a database that does not answer
     dead = f"postgresql://postgres@127.0.0.1:{free_port()}/mlflow"
-    result = papertrack(client_env, "tracking-server", "--backend-store-uri", dead, "--artifacts",
-                        str(tmp_path / "a"), "--port", str(free_port()), timeout=120)
+    result = papertrack(
+        client_env,
+        "tracking-server",
+        "--backend-store-uri",
+        dead,
+        "--artifacts",
+        str(tmp_path / "a"),
+        "--port",
+        str(free_port()),
+        timeout=120,
+    )
     assert result.returncode == 2 and "cannot reach the database at" in " ".join(result.stderr.split())
     # the server is up but its database goes down (last test of the module: the fixture's stop is then a no-op)
     stopped = as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(postgres["data"]), "-m", "fast", "-w", "stop")

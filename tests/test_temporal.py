@@ -19,14 +19,18 @@ from papertrack.models.estimators import TextClassifier
 from papertrack.training.cv import fold_indices
 from papertrack.training.data import TrainingSet, one_year_only, shift_directions, temporal_direction, year_of
 from papertrack.training.evaluation import evaluate_candidates
+from papertrack.training.renames import RenameMap
 
 from .recording import FITTED, recording_candidate
-from papertrack.training.renames import RenameMap
 
 OLD = "Applications · Genetics, Cell Biology, etc"
 NEW = "Applications · Genetics, Cell Biology, Health, etc"
-TOPICS = {"A · graphs": "graph nodes edges message passing", "A · language": "language tokens text model",
-          "B · agents": "agent reward policy environment", OLD: "gene cell protein sequence"}
+TOPICS = {
+    "A · graphs": "graph nodes edges message passing",
+    "A · language": "language tokens text model",
+    "B · agents": "agent reward policy environment",
+    OLD: "gene cell protein sequence",
+}
 
 
 def _records(origin: str, n: int, rename: bool = False, start: int = 0) -> list[Record]:
@@ -38,8 +42,19 @@ def _records(origin: str, n: int, rename: bool = False, start: int = 0) -> list[
         if rename and label == OLD:
             label = NEW
         area, sub = label.split(" · ")
-        out.append(Record(f"{origin}-{i}", " ".join(rng.permutation(words)), None, label, area, sub,
-                          f"{origin.split()[0].lower()}.jsonl", i + 1, origin=origin))
+        out.append(
+            Record(
+                f"{origin}-{i}",
+                " ".join(rng.permutation(words)),
+                None,
+                label,
+                area,
+                sub,
+                f"{origin.split()[0].lower()}.jsonl",
+                i + 1,
+                origin=origin,
+            )
+        )
     return out
 
 
@@ -82,8 +97,9 @@ def test_temporal_holdout_never_lets_a_latest_year_text_into_a_fitted_step():
     ens = results[-1]
     assert set(ens.temporal.weights) == {"2024-to-2025"}  # the ensemble's weights: from the training side only
     for r in results:
-        assert {"temporal_label_top3", "temporal_label_top1", "temporal_area_top1",
-                "temporal_label_macro_f1"} <= set(r.metrics)
+        assert {"temporal_label_top3", "temporal_label_top1", "temporal_area_top1", "temporal_label_macro_f1"} <= set(
+            r.metrics
+        )
         assert r.selection == "temporal holdout"
         assert len(r.selection_proba) == len(r.selection_y) == 16
         np.testing.assert_array_equal(r.selection_y, data.y[temporal.test])
@@ -148,8 +164,9 @@ def _slow(candidate: Candidate, expected_ms: float) -> Candidate:
         inner = candidate.build(n, seed)
         return Slow(inner.features, inner.classifier, n)
 
-    return Candidate(f"slow-{candidate.name}", candidate.family, candidate.features, candidate.params, build,
-                     expected_ms=expected_ms)
+    return Candidate(
+        f"slow-{candidate.name}", candidate.family, candidate.features, candidate.params, build, expected_ms=expected_ms
+    )
 
 
 @pytest.mark.slow
@@ -158,8 +175,9 @@ def test_sweep_on_three_sources_chooses_on_the_latest_year_and_reports_renames(l
 
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
     console = Console(record=True, width=250)
-    result = run_sweep([labeled_subset], candidate_names=["tfidf-word-cnb"], folds=2, seed=1, register=False,
-                       console=console)
+    result = run_sweep(
+        [labeled_subset], candidate_names=["tfidf-word-cnb"], folds=2, seed=1, register=False, console=console
+    )
     text = console.export_text()
     assert "temporal holdout: train on ICLR 2024 + ICML 2024" in text and "test on ICLR 2025" in text
     assert f"renamed tracks (the latest name is taught): {OLD} -> {NEW}" in text
@@ -172,8 +190,9 @@ def test_sweep_on_three_sources_chooses_on_the_latest_year_and_reports_renames(l
 
 
 @pytest.mark.slow
-def test_budget_leaves_a_costly_candidate_out_by_default_and_lets_it_win_when_named(labeled_subset, tmp_path,
-                                                                                    monkeypatch):
+def test_budget_leaves_a_costly_candidate_out_by_default_and_lets_it_win_when_named(
+    labeled_subset, tmp_path, monkeypatch
+):
     from papertrack.models import catalogue
     from papertrack.training.sweep import run_sweep
 
@@ -189,14 +208,22 @@ def test_budget_leaves_a_costly_candidate_out_by_default_and_lets_it_win_when_na
     default = run_sweep([labeled_subset], folds=2, seed=1, register=False, console=console)
     assert [r.candidate.name for r in default.results] == ["weak"]
     assert default.over_budget == [good.name]
-    assert f"over the 5 ms/abstract budget, left out: {good.name} (~50 ms); include them with --budget-ms 50 or " \
-           f"-c NAME" in console.export_text()
+    assert (
+        f"over the 5 ms/abstract budget, left out: {good.name} (~50 ms); include them with --budget-ms 50 or "
+        f"-c NAME" in console.export_text()
+    )
 
     larger = run_sweep([labeled_subset], folds=2, seed=1, register=False, budget_ms=100.0, console=Console(width=250))
     assert larger.winner.candidate.name == good.name and larger.over_budget == []
 
-    named = run_sweep([labeled_subset], candidate_names=["weak", good.name], folds=2, seed=1, register=False,
-                      console=Console(width=250))
+    named = run_sweep(
+        [labeled_subset],
+        candidate_names=["weak", good.name],
+        folds=2,
+        seed=1,
+        register=False,
+        console=Console(width=250),
+    )
     assert named.winner.candidate.name == good.name
     assert named.winner.metrics["predict_ms_per_abstract"] > 5.0  # over the default budget, and still the winner
 
@@ -213,16 +240,26 @@ def test_fits_side_by_side_give_the_same_results_as_one_at_a_time():
     data = _three_sources()
     temporal, _ = temporal_direction(data)
     directions = shift_directions(data.sources, temporal.train)
-    plain = Candidate("plain-lr", "logreg", "tfidf", {}, lambda n, seed: TextClassifier(
-        TfidfVectorizer(), LogisticRegression(C=3.0, max_iter=200, random_state=seed), n))
+    plain = Candidate(
+        "plain-lr",
+        "logreg",
+        "tfidf",
+        {},
+        lambda n, seed: TextClassifier(
+            TfidfVectorizer(), LogisticRegression(C=3.0, max_iter=200, random_state=seed), n
+        ),
+    )
     ensemble = ensemble_of("plain-ens", [plain], steps=2)
     split = fold_indices(data.y, data.space, 3, 0)
-    one, two = (evaluate_candidates([plain, ensemble], data, split, 0, directions=directions, temporal=temporal,
-                                    n_jobs=jobs) for jobs in (1, 2))
+    one, two = (
+        evaluate_candidates([plain, ensemble], data, split, 0, directions=directions, temporal=temporal, n_jobs=jobs)
+        for jobs in (1, 2)
+    )
     for a, b in zip(one, two):
         np.testing.assert_allclose(a.cv.oof_proba, b.cv.oof_proba)
         np.testing.assert_allclose(a.selection_proba, b.selection_proba)
         timing = ("seconds", "ms_per_abstract")
-        assert {k: v for k, v in a.metrics.items() if not k.endswith(timing)} == \
-            {k: v for k, v in b.metrics.items() if not k.endswith(timing)}
+        assert {k: v for k, v in a.metrics.items() if not k.endswith(timing)} == {
+            k: v for k, v in b.metrics.items() if not k.endswith(timing)
+        }
     np.testing.assert_allclose(one[0].temporal.inner_oof["2024-to-2025"], two[0].temporal.inner_oof["2024-to-2025"])

@@ -27,8 +27,10 @@ def test_one_label_names_the_file_and_the_label(tmp_path, monkeypatch):
 
 
 def test_fewer_records_than_folds_says_to_lower_folds(tmp_path, monkeypatch):
-    records = [{"abstract": f"We study topic {i} carefully.", "label": label}
-               for i, label in enumerate(["Theory", "Optimization", "Theory"])]
+    records = [
+        {"abstract": f"We study topic {i} carefully.", "label": label}
+        for i, label in enumerate(["Theory", "Optimization", "Theory"])
+    ]
     result, output = run_train(tmp_path, monkeypatch, records, "--folds", "5")
     assert result.exit_code == 2, output
     assert "3 usable labeled record(s), fewer than --folds 5" in output and "data.jsonl" in output

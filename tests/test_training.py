@@ -9,19 +9,33 @@ import pandas as pd
 import pytest
 
 from papertrack import registry, store
-from papertrack.training.leaderboard import leaderboard
 from papertrack.features.ingest import load_dataset
 from papertrack.registry import PRIMARY_METRIC, TEMPORAL_PRIMARY_METRIC
+from papertrack.training.leaderboard import leaderboard
 from papertrack.training.sweep import run_sweep
 
 from .conftest import FAST_CANDIDATES, stratified_subset
 
 pytestmark = pytest.mark.slow
 
-METRICS = {"label_top1", "label_top3", "label_macro_f1", "area_top1", "area_macro_f1", "log_loss", "ece",
-           "fit_seconds", "predict_ms_per_abstract"}
-ARTIFACTS = {"report/per_class.csv", "plots/confusion_area.png", "plots/confusion_label.png",
-             "plots/per_class_f1.png", "plots/reliability.png"}
+METRICS = {
+    "label_top1",
+    "label_top3",
+    "label_macro_f1",
+    "area_top1",
+    "area_macro_f1",
+    "log_loss",
+    "ece",
+    "fit_seconds",
+    "predict_ms_per_abstract",
+}
+ARTIFACTS = {
+    "report/per_class.csv",
+    "plots/confusion_area.png",
+    "plots/confusion_label.png",
+    "plots/per_class_f1.png",
+    "plots/reliability.png",
+}
 
 
 def _artifact_paths(client, run_id, path=None):
@@ -39,8 +53,9 @@ def test_sweep_logs_nested_candidate_runs_with_metrics_and_artifacts(trained):
     assert parent.data.tags["papertrack.kind"] == "sweep"
     assert parent.data.params["data_digest"] == result.data_digest
     assert [i.dataset.digest for i in parent.inputs.dataset_inputs] == [result.data_digest]
-    children = mlflow.search_runs([parent.info.experiment_id],
-                                  f"tags.`mlflow.parentRunId` = '{result.parent_run_id}'", output_format="list")
+    children = mlflow.search_runs(
+        [parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{result.parent_run_id}'", output_format="list"
+    )
     assert sorted(r.data.tags["candidate"] for r in children) == sorted(FAST_CANDIDATES)
     for run in children:
         assert METRICS <= set(run.data.metrics)
@@ -48,8 +63,9 @@ def test_sweep_logs_nested_candidate_runs_with_metrics_and_artifacts(trained):
         assert run.data.params["seed"] == "7" and run.data.params["folds"] == "3"
         assert ARTIFACTS <= _artifact_paths(client, run.info.run_id)
         assert run.info.artifact_uri.startswith((trained["home"] / "artifacts").as_uri())
-        report = pd.read_csv(mlflow.artifacts.download_artifacts(run_id=run.info.run_id,
-                                                                 artifact_path="report/per_class.csv"))
+        report = pd.read_csv(
+            mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="report/per_class.csv")
+        )
         assert report["support"].sum() == len(load_dataset([trained["data"]])[0])  # one duplicate is skipped
     board = leaderboard()
     assert list(board["candidate"]) == [r.candidate.name for r in result.leaderboard()]
@@ -69,8 +85,9 @@ def test_champion_is_registered_and_predicts_from_abstract_only(trained):
     assert recorded[PRIMARY_METRIC] == pytest.approx(result.winner.metrics[PRIMARY_METRIC], abs=1e-6)
     model = mlflow.pyfunc.load_model(trained["model_uri"])
     assert model.metadata.signature is not None
-    requirements = open(os.path.join(mlflow.artifacts.download_artifacts(trained["model_uri"]),
-                                     "requirements.txt")).read()
+    requirements = open(
+        os.path.join(mlflow.artifacts.download_artifacts(trained["model_uri"]), "requirements.txt")
+    ).read()
     assert "scikit-learn==" in requirements and "papertrack==" in requirements
     abstracts = pd.read_json(trained["data"], lines=True).head(5)
     out = model.predict(abstracts[["abstract"]], params={"top_k": 4})
@@ -146,14 +163,26 @@ def test_register_lets_a_challenge_decide_before_the_gate(subset_path, tmp_path,
         return False, "refused by the challenge"
 
     # asked with the champion read at decision time, before the gate
-    decision = registry.register(first.model_uri, first.winner.run_id, {**first.winner.metrics}, first.data_digest,
-                                 "tfidf-word-cnb", challenge=refuse)
+    decision = registry.register(
+        first.model_uri,
+        first.winner.run_id,
+        {**first.winner.metrics},
+        first.data_digest,
+        "tfidf-word-cnb",
+        challenge=refuse,
+    )
     assert seen == [first.decision.version]
     assert decision.alias == "challenger" and decision.reason.startswith("refused by the challenge")
     assert registry.current_champion().version == first.decision.version
     # a challenge with no opinion (None) leaves the decision to the gate
-    decision = registry.register(first.model_uri, first.winner.run_id, {**first.winner.metrics}, first.data_digest,
-                                 "tfidf-word-cnb", challenge=lambda champion: None)
+    decision = registry.register(
+        first.model_uri,
+        first.winner.run_id,
+        {**first.winner.metrics},
+        first.data_digest,
+        "tfidf-word-cnb",
+        challenge=lambda champion: None,
+    )
     assert decision.alias == "challenger" and "does not beat the champion" in decision.reason
 
 
@@ -175,8 +204,11 @@ def test_the_champion_rule_decision_is_stored_on_the_version_and_the_sweep_run(t
     assert dataset_input.dataset.name == "ICLR 2024 + ICML 2024 + ICLR 2025"
     experiment = client.get_experiment(parent.info.experiment_id)
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
-    distribution = pd.read_csv(mlflow.artifacts.download_artifacts(
-        run_id=result.parent_run_id, artifact_path="data/label_distribution_by_source.csv"))
+    distribution = pd.read_csv(
+        mlflow.artifacts.download_artifacts(
+            run_id=result.parent_run_id, artifact_path="data/label_distribution_by_source.csv"
+        )
+    )
     sources = ["ICLR 2024", "ICML 2024", "ICLR 2025"]
     assert list(distribution.columns) == ["label", "area", *sources, "total"]
     assert distribution[sources].sum().sum() == distribution["total"].sum() == len(load_dataset([trained["data"]])[0])
@@ -194,8 +226,10 @@ def test_logging_the_dataset_retries_when_a_concurrent_train_inserted_it_first(m
     def flaky(dataset, context):
         calls.append(context)
         if len(calls) == 1:
-            raise MlflowException("BAD_REQUEST: (psycopg.errors.UniqueViolation) duplicate key value violates "
-                                  "unique constraint \"dataset_pk\"")
+            raise MlflowException(
+                "BAD_REQUEST: (psycopg.errors.UniqueViolation) duplicate key value violates "
+                'unique constraint "dataset_pk"'
+            )
 
     monkeypatch.setattr(tracking.mlflow, "log_input", flaky)
     monkeypatch.setattr(tracking.time, "sleep", lambda seconds: None)

@@ -25,8 +25,14 @@ from papertrack.training.data import TrainingSet
 COVERAGE_TOLERANCE = 0.02  # the empirical coverage should be within this of the nominal one
 
 
-def attach(predictor, held_out_proba: np.ndarray, held_out_y: np.ndarray, data: TrainingSet,
-           source: str = "out-of-fold", console: Console | None = None) -> None:
+def attach(
+    predictor,
+    held_out_proba: np.ndarray,
+    held_out_y: np.ndarray,
+    data: TrainingSet,
+    source: str = "out-of-fold",
+    console: Console | None = None,
+) -> None:
     """Calibrate ``predictor`` on ``held_out_proba`` (true labels ``held_out_y``; ``source`` names them:
     "temporal holdout", "shift holdout" or "out-of-fold"), give it the neighbour index of ``data``, and log
     the calibration to the active MLflow run."""
@@ -35,18 +41,21 @@ def attach(predictor, held_out_proba: np.ndarray, held_out_y: np.ndarray, data: 
     confidence = calibrate(held_out_proba, held_out_y, source=source)
     predictor.confidence = confidence
     records = data.records
-    predictor.neighbors = NeighborIndex.build([r.abstract for r in records], [r.id for r in records],
-                                              [r.title for r in records], data.labels)
+    predictor.neighbors = NeighborIndex.build(
+        [r.abstract for r in records], [r.id for r in records], [r.title for r in records], data.labels
+    )
     mlflow.log_metrics(confidence.metrics())
     mlflow.log_dict(confidence.to_dict(), "confidence/calibration.json")
     fig = risk_coverage_figure(held_out_proba, held_out_y, confidence)
     mlflow.log_figure(fig, "plots/risk_coverage.png")
     plots.close(fig)
     off = abs(confidence.empirical_coverage - confidence.coverage)
-    message = (f"Prediction sets: {confidence.empirical_coverage:.3f} empirical coverage on {source} rows "
-               f"(nominal {confidence.coverage:.2f}, mean size {confidence.mean_set_size:.1f}); confident when "
-               f"top-1 >= {confidence.top1_threshold:.3f} ({confidence.confident_share:.0%} of rows, top-1 "
-               f"precision {confidence.confident_precision:.3f}, target {confidence.target_precision:.2f})")
+    message = (
+        f"Prediction sets: {confidence.empirical_coverage:.3f} empirical coverage on {source} rows "
+        f"(nominal {confidence.coverage:.2f}, mean size {confidence.mean_set_size:.1f}); confident when "
+        f"top-1 >= {confidence.top1_threshold:.3f} ({confidence.confident_share:.0%} of rows, top-1 "
+        f"precision {confidence.confident_precision:.3f}, target {confidence.target_precision:.2f})"
+    )
     if off > COVERAGE_TOLERANCE:
         message += f" [yellow]— coverage is {off:.3f} away from nominal[/]"
     (console or Console()).print(message)
@@ -60,11 +69,19 @@ def risk_coverage_figure(proba: np.ndarray, y: np.ndarray, confidence):
     share, risk, _ = risk_coverage(proba, y)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.6))
     left.plot(share, risk, color="tab:blue", label="top-1 risk (1 - precision)")
-    left.axhline(1 - confidence.target_precision, ls="--", color="grey",
-                 label=f"target risk {1 - confidence.target_precision:.2f}")
+    left.axhline(
+        1 - confidence.target_precision,
+        ls="--",
+        color="grey",
+        label=f"target risk {1 - confidence.target_precision:.2f}",
+    )
     if np.isfinite(confidence.confident_share):
-        left.axvline(confidence.confident_share, ls=":", color="tab:green",
-                     label=f"confident: top-1 ≥ {confidence.top1_threshold:.2f} ({confidence.confident_share:.0%})")
+        left.axvline(
+            confidence.confident_share,
+            ls=":",
+            color="tab:green",
+            label=f"confident: top-1 ≥ {confidence.top1_threshold:.2f} ({confidence.confident_share:.0%})",
+        )
     left.set_xlabel("coverage (share of abstracts answered)")
     left.set_ylabel("risk (top-1 error among them)")
     left.set_xlim(0, 1)
@@ -74,11 +91,21 @@ def risk_coverage_figure(proba: np.ndarray, y: np.ndarray, confidence):
     nominal = np.array([0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98])
     measured = [cross_conformal(proba, y, c, confidence.target_precision) for c in nominal]
     right.plot([0.5, 1], [0.5, 1], "--", color="grey", label="nominal")
-    right.plot(nominal, [m["empirical_coverage"] for m in measured], "o-", color="tab:orange",
-               label="empirical (cross-conformal)")
+    right.plot(
+        nominal,
+        [m["empirical_coverage"] for m in measured],
+        "o-",
+        color="tab:orange",
+        label="empirical (cross-conformal)",
+    )
     for c, m in zip(nominal, measured):
-        right.annotate(f"{m['mean_set_size']:.1f}", (c, m["empirical_coverage"]), textcoords="offset points",
-                       xytext=(4, -10), fontsize=7)
+        right.annotate(
+            f"{m['mean_set_size']:.1f}",
+            (c, m["empirical_coverage"]),
+            textcoords="offset points",
+            xytext=(4, -10),
+            fontsize=7,
+        )
     right.set_xlabel("nominal coverage of the prediction sets")
     right.set_ylabel("share of true labels in the set")
     right.set_title("prediction sets (labels: mean set size)")

@@ -57,33 +57,44 @@ class ChampionChoice:
 
     def tags(self) -> dict[str, str]:
         """Model-version / run tags recording the decision and its numbers."""
-        tags = {TAG: self.reason, f"{TAG}.metric": self.metric, f"{TAG}.leader": self.leader,
-                f"{TAG}.winner": self.winner}
+        tags = {
+            TAG: self.reason,
+            f"{TAG}.metric": self.metric,
+            f"{TAG}.leader": self.leader,
+            f"{TAG}.winner": self.winner,
+        }
         if self.comparisons:
             last = self.comparisons[-1]
-            tags.update({f"{TAG}.compared_with": last.cheap if last.expensive_wins else last.expensive,
-                         f"{TAG}.difference": f"{last.difference:+.4f}",
-                         f"{TAG}.interval": f"[{last.low:+.4f}, {last.high:+.4f}]",
-                         f"{TAG}.cost_ratio": f"{last.cost_ratio:.1f}"})
+            tags.update(
+                {
+                    f"{TAG}.compared_with": last.cheap if last.expensive_wins else last.expensive,
+                    f"{TAG}.difference": f"{last.difference:+.4f}",
+                    f"{TAG}.interval": f"[{last.low:+.4f}, {last.high:+.4f}]",
+                    f"{TAG}.cost_ratio": f"{last.cost_ratio:.1f}",
+                }
+            )
         return tags
 
 
-def paired_bootstrap(a: np.ndarray, b: np.ndarray, samples: int = BOOTSTRAP_SAMPLES, confidence: float = CONFIDENCE,
-                     seed: int = 0) -> tuple[float, float, float]:
+def paired_bootstrap(
+    a: np.ndarray, b: np.ndarray, samples: int = BOOTSTRAP_SAMPLES, confidence: float = CONFIDENCE, seed: int = 0
+) -> tuple[float, float, float]:
     """mean(a - b) and its percentile bootstrap interval, resampling rows (pairs) with replacement."""
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     if d.ndim != 1 or len(d) == 0:
         raise ValueError("paired_bootstrap needs two equally long, non-empty 1-d arrays")
     rng = np.random.default_rng(seed)
-    means = np.concatenate([d[rng.integers(0, len(d), (min(250, samples - i), len(d)))].mean(axis=1)
-                            for i in range(0, samples, 250)])
+    means = np.concatenate(
+        [d[rng.integers(0, len(d), (min(250, samples - i), len(d)))].mean(axis=1) for i in range(0, samples, 250)]
+    )
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [tail, 1.0 - tail])
     return float(d.mean()), float(low), float(high)
 
 
-def choose_champion(contenders: Sequence[Contender], metric: str, cost_factor: float = COST_FACTOR,
-                    seed: int = 0) -> ChampionChoice:
+def choose_champion(
+    contenders: Sequence[Contender], metric: str, cost_factor: float = COST_FACTOR, seed: int = 0
+) -> ChampionChoice:
     if not contenders:
         raise ValueError("no candidate to choose from")
     ranked = sorted(contenders, key=lambda c: (round(c.score, 6), round(c.tiebreak, 6)), reverse=True)
@@ -103,8 +114,9 @@ def choose_champion(contenders: Sequence[Contender], metric: str, cost_factor: f
         if comparison.expensive_wins:
             steps.append(f"{numbers} over the {ratio:.0f}x cheaper {rival.name}")
             break
-        steps.append(f"{current.name} ({current.score:.3f}) is within noise of the {ratio:.0f}x faster "
-                     f"{rival.name}: {numbers}")
+        steps.append(
+            f"{current.name} ({current.score:.3f}) is within noise of the {ratio:.0f}x faster {rival.name}: {numbers}"
+        )
         current = rival
     if steps:
         reason = f"{current.name} ({metric} {current.score:.3f}): " + "; ".join(steps) + " (95% paired bootstrap)"

@@ -43,13 +43,17 @@ def check_trainable(labels: Sequence[str], folds: int, files: Sequence[str]) -> 
     if not labels:
         raise UsageError(f"{where}: no labels: no usable labeled record (the counts above say what was skipped)")
     if len(labels) < folds:
-        raise UsageError(f"{where}: {len(labels):,} usable labeled record(s), fewer than --folds {folds}; "
-                         f"add labeled records or lower --folds (at least 2 records are needed)")
+        raise UsageError(
+            f"{where}: {len(labels):,} usable labeled record(s), fewer than --folds {folds}; "
+            f"add labeled records or lower --folds (at least 2 records are needed)"
+        )
     distinct = Counter(labels)
     if len(distinct) < 2:
         (only,) = distinct
-        raise UsageError(f"{where}: every record has the label {only!r}; a classifier needs at least 2 different "
-                         f"labels — add records of other tracks")
+        raise UsageError(
+            f"{where}: every record has the label {only!r}; a classifier needs at least 2 different "
+            f"labels — add records of other tracks"
+        )
 
 
 def stratification_groups(y: np.ndarray, space: LabelSpace, folds: int) -> np.ndarray:
@@ -68,9 +72,15 @@ def fold_indices(y: np.ndarray, space: LabelSpace, folds: int, seed: int) -> lis
         return list(splitter.split(np.zeros(len(y)), groups))
 
 
-def cross_validate(build: Callable[[], object], texts: Sequence[str], y: np.ndarray, space: LabelSpace,
-                   split: Sequence[tuple[np.ndarray, np.ndarray]],
-                   on_fold: Callable[[int], None] | None = None, n_jobs: int = 1) -> CVResult:
+def cross_validate(
+    build: Callable[[], object],
+    texts: Sequence[str],
+    y: np.ndarray,
+    space: LabelSpace,
+    split: Sequence[tuple[np.ndarray, np.ndarray]],
+    on_fold: Callable[[int], None] | None = None,
+    n_jobs: int = 1,
+) -> CVResult:
     """Out-of-fold probabilities of a freshly built classifier per fold of ``split`` (see
     :func:`fold_indices`); ``n_jobs`` folds at a time (:func:`papertrack.training.fits.run_fits`)."""
     from papertrack.training.fits import Fit, run_fits
@@ -85,5 +95,6 @@ def cv_result(fits, outputs, n: int, n_labels: int) -> CVResult:
     oof = np.zeros((n, n_labels))
     for fit in fits:
         oof[fit.test] = outputs[fit.key].proba
-    return CVResult(oof, sum(outputs[f.key].fit_seconds for f in fits),
-                    sum(outputs[f.key].predict_seconds for f in fits), len(fits))
+    return CVResult(
+        oof, sum(outputs[f.key].fit_seconds for f in fits), sum(outputs[f.key].predict_seconds for f in fits), len(fits)
+    )

@@ -34,8 +34,12 @@ def default_data_paths(data_dir: Path) -> list[Path]:
         raise UsageError(
             f"the default training data is the labeled sources ({', '.join(DEFAULT_FILES)}) in {data_dir}, but "
             f"{', '.join(str(p) for p in missing)} is missing. Set PAPERTRACK_DATA_DIR to the folder holding both, "
-            + (f"or train on what you have: papertrack train --data {paths[0] if found else 'FILE'}"
-               if found else "or pass --data FILE"))
+            + (
+                f"or train on what you have: papertrack train --data {paths[0] if found else 'FILE'}"
+                if found
+                else "or pass --data FILE"
+            )
+        )
     return paths
 
 
@@ -66,8 +70,9 @@ class TrainingSet:
     labels: list[str]  # per record: the label trained on (after renames; ``records`` keep the label as read)
 
     @classmethod
-    def from_records(cls, records: list[Record], use_title: bool = False,
-                     renames: RenameMap | None = None) -> "TrainingSet":
+    def from_records(
+        cls, records: list[Record], use_title: bool = False, renames: RenameMap | None = None
+    ) -> TrainingSet:
         """``renames`` (old label -> new label) is applied to every record: older examples of a renamed
         track teach its new name, and the model answers in the latest taxonomy."""
         if any(r.label is None for r in records):
@@ -78,8 +83,7 @@ class TrainingSet:
         texts = [model_text(r.abstract, r.title, use_title) for r in records]
         sources = np.array([source_of(r) for r in records], dtype=object)
         years = np.array([year_of(r) or -1 for r in records], dtype=np.int64)
-        return cls(records, space, space.encode(labels), texts, data_digest(records, labels), sources, years,
-                   labels)
+        return cls(records, space, space.encode(labels), texts, data_digest(records, labels), sources, years, labels)
 
     @property
     def source_names(self) -> list[str]:
@@ -87,16 +91,23 @@ class TrainingSet:
         return list(dict.fromkeys(self.sources.tolist()))
 
     def frame(self) -> pd.DataFrame:
-        return pd.DataFrame({"id": [r.id for r in self.records], "title": [r.title for r in self.records],
-                             "abstract": [r.abstract for r in self.records],
-                             "label": self.labels, "source": self.sources.tolist(),
-                             "year": [str(y) if y >= 0 else "" for y in self.years.tolist()]})
+        return pd.DataFrame(
+            {
+                "id": [r.id for r in self.records],
+                "title": [r.title for r in self.records],
+                "abstract": [r.abstract for r in self.records],
+                "label": self.labels,
+                "source": self.sources.tolist(),
+                "year": [str(y) if y >= 0 else "" for y in self.years.tolist()],
+            }
+        )
 
     def label_distribution(self) -> pd.DataFrame:
         """Records per label and source (one column per source, then the total), largest first."""
         counts = Counter(zip(self.y.tolist(), self.sources.tolist()))
-        table = pd.DataFrame({"label": list(self.space.labels),
-                              "area": [self.space.areas[a] for a in self.space.label_area]})
+        table = pd.DataFrame(
+            {"label": list(self.space.labels), "area": [self.space.areas[a] for a in self.space.label_area]}
+        )
         for source in self.source_names:
             table[source] = [counts.get((j, source), 0) for j in range(self.space.n_labels)]
         table["total"] = np.bincount(self.y, minlength=self.space.n_labels)
@@ -132,17 +143,20 @@ def shift_directions(sources: np.ndarray, rows: np.ndarray | None = None) -> lis
     names = list(dict.fromkeys(sources[rows].tolist()))
     if len(names) < 2:
         return []
-    return [Direction(tuple(n for n in names if n != held), held, rows[sources[rows] != held],
-                      rows[sources[rows] == held]) for held in names]
+    return [
+        Direction(tuple(n for n in names if n != held), held, rows[sources[rows] != held], rows[sources[rows] == held])
+        for held in names
+    ]
 
 
-def temporal_direction(data: "TrainingSet") -> tuple[Direction | None, str]:
+def temporal_direction(data: TrainingSet) -> tuple[Direction | None, str]:
     """The temporal holdout: train on every source of the earlier years, test on the latest year's
     source(s). (None, why not) when the data has one year, or a source without a year."""
     unknown = sorted({s for s, y in zip(data.sources.tolist(), data.years.tolist()) if y < 0})
     if unknown:
-        return None, (f"no year for {', '.join(unknown)} (give records a 'year' field or put the year in the "
-                      f"file name)")
+        return None, (
+            f"no year for {', '.join(unknown)} (give records a 'year' field or put the year in the file name)"
+        )
     years = sorted(set(data.years.tolist()))
     if len(years) < 2:
         return None, f"one year ({years[0]})" if years else "no records"
@@ -156,18 +170,19 @@ def temporal_direction(data: "TrainingSet") -> tuple[Direction | None, str]:
     return Direction(trained_on, heldout, train, test, title), ""
 
 
-def labels_by_year(data: "TrainingSet") -> pd.DataFrame:
+def labels_by_year(data: TrainingSet) -> pd.DataFrame:
     """Records per label and year (after renames), one column per year: what the train-time report of
     labels present in one year only is made from."""
     years = sorted(set(data.years.tolist()))
     table = pd.DataFrame({"label": list(data.space.labels)})
     for year in years:
-        table[str(year) if year >= 0 else "unknown"] = np.bincount(data.y[data.years == year],
-                                                                   minlength=data.space.n_labels)
+        table[str(year) if year >= 0 else "unknown"] = np.bincount(
+            data.y[data.years == year], minlength=data.space.n_labels
+        )
     return table
 
 
-def one_year_only(data: "TrainingSet") -> dict[str, list[str]]:
+def one_year_only(data: TrainingSet) -> dict[str, list[str]]:
     """Year -> the labels that have examples in that year only (with several years; else {})."""
     table = labels_by_year(data)
     year_columns = list(table.columns[1:])
@@ -175,8 +190,9 @@ def one_year_only(data: "TrainingSet") -> dict[str, list[str]]:
         return {}
     present = table[year_columns] > 0
     only = present.sum(axis=1) == 1
-    return {year: table.loc[only & present[year], "label"].tolist() for year in year_columns
-            if (only & present[year]).any()}
+    return {
+        year: table.loc[only & present[year], "label"].tolist() for year in year_columns if (only & present[year]).any()
+    }
 
 
 def data_digest(records: list[Record], labels: list[str] | None = None) -> str:

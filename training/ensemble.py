@@ -40,8 +40,9 @@ def score(proba: np.ndarray, y: np.ndarray, objective: str = "top3+f1") -> float
     raise ValueError(f"unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}")
 
 
-def select_weights(probas: Sequence[np.ndarray], y: np.ndarray, rule: str = "mean", steps: int = 20,
-                   objective: str = "top3+f1") -> np.ndarray:
+def select_weights(
+    probas: Sequence[np.ndarray], y: np.ndarray, rule: str = "mean", steps: int = 20, objective: str = "top3+f1"
+) -> np.ndarray:
     """Member weights (summing to 1) chosen by greedy forward selection with replacement."""
     m = len(probas)
     if m == 0:
@@ -68,8 +69,14 @@ class EnsembleCV:
     insample_proba: np.ndarray = field(repr=False)  # ``weights`` applied to all OOF rows (optimistic)
 
 
-def nested_cv(probas: Sequence[np.ndarray], y: np.ndarray, folds: Sequence[tuple[np.ndarray, np.ndarray]],
-              rule: str = "mean", steps: int = 20, objective: str = "top3+f1") -> EnsembleCV:
+def nested_cv(
+    probas: Sequence[np.ndarray],
+    y: np.ndarray,
+    folds: Sequence[tuple[np.ndarray, np.ndarray]],
+    rule: str = "mean",
+    steps: int = 20,
+    objective: str = "top3+f1",
+) -> EnsembleCV:
     """Honest OOF probabilities of the ensemble (weights chosen without each fold), plus the weights
     chosen on all rows for the refit."""
     n = len(y)
@@ -85,10 +92,12 @@ def nested_cv(probas: Sequence[np.ndarray], y: np.ndarray, folds: Sequence[tuple
     return EnsembleCV(oof, weights, fold_weights, combine(probas, weights, rule))
 
 
-def cross_validate_ensemble(candidate, member_oof: dict[str, np.ndarray], y: np.ndarray,
-                            folds: Sequence[tuple[np.ndarray, np.ndarray]]) -> EnsembleCV:
+def cross_validate_ensemble(
+    candidate, member_oof: dict[str, np.ndarray], y: np.ndarray, folds: Sequence[tuple[np.ndarray, np.ndarray]]
+) -> EnsembleCV:
     """:func:`nested_cv` of an ensemble candidate (its declared members, rule, steps and objective) on
     its members' OOF matrices, given by member name."""
     spec = candidate.ensemble
-    return nested_cv([member_oof[m] for m in spec.members], y, folds, rule=spec.rule, steps=spec.steps,
-                     objective=spec.objective)
+    return nested_cv(
+        [member_oof[m] for m in spec.members], y, folds, rule=spec.rule, steps=spec.steps, objective=spec.objective
+    )

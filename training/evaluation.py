@@ -7,7 +7,8 @@ nested cross-validation, see :mod:`papertrack.training.ensemble`).
 With a ``temporal`` direction (:func:`papertrack.training.data.temporal_direction`: train on the
 earlier years, test on the latest) and with shift ``directions`` (leave one source out,
 :func:`papertrack.training.data.shift_directions`) every candidate is also fitted on the training side
-of each direction and scored on its held-out rows. Everything fitted there sees the training side only: a fresh model per direction (TF-IDF
+of each direction and scored on its held-out rows. Everything fitted there sees the training side only:
+a fresh model per direction (TF-IDF
 vocabulary and IDF, scalers, classifier); an ensemble's weights are chosen on its members'
 out-of-fold probabilities from an inner cross-validation *of the training side*. No candidate
 reads unlabeled text. ``selection_proba`` (the temporal holdout's probabilities on the latest year's
@@ -29,9 +30,9 @@ import numpy as np
 from papertrack.models.candidates import Candidate
 from papertrack.models.ensemble import combine, with_weights
 from papertrack.training.cv import CVResult, cv_result, fold_indices
-from papertrack.training.fits import Fit, run_fits
 from papertrack.training.data import Direction, TrainingSet
 from papertrack.training.ensemble import cross_validate_ensemble, select_weights
+from papertrack.training.fits import Fit, run_fits
 from papertrack.training.metrics import evaluate
 
 Split = Sequence[tuple[np.ndarray, np.ndarray]]
@@ -120,9 +121,16 @@ def temporal_metrics(temporal: ShiftResult) -> dict[str, float]:
     return shift_metrics(temporal, "temporal")
 
 
-def evaluate_candidates(candidates: Sequence[Candidate], data: TrainingSet, split: Split, seed: int,
-                        listener: Listener | None = None, directions: Sequence[Direction] = (),
-                        temporal: Direction | None = None, n_jobs: int = 1) -> list[CandidateResult]:
+def evaluate_candidates(
+    candidates: Sequence[Candidate],
+    data: TrainingSet,
+    split: Split,
+    seed: int,
+    listener: Listener | None = None,
+    directions: Sequence[Direction] = (),
+    temporal: Direction | None = None,
+    n_jobs: int = 1,
+) -> list[CandidateResult]:
     """Results of every candidate, in order: singles first (cross-validated on ``split`` and, with
     ``temporal`` and ``directions``, fitted on each direction's training side; ``n_jobs`` fits at a time),
     then ensembles (evaluated on their members' held-out probabilities; every member must be among the
@@ -138,8 +146,20 @@ def evaluate_candidates(candidates: Sequence[Candidate], data: TrainingSet, spli
     results = []
     for candidate in singles:
         listener.candidate_started(candidate)
-        results.append(_evaluate_single(candidate, data, split, seed, temporal, directions, candidate.name in members,
-                                        n_jobs, lambda _=None, c=candidate: listener.fold_done(c), encode_ms))
+        results.append(
+            _evaluate_single(
+                candidate,
+                data,
+                split,
+                seed,
+                temporal,
+                directions,
+                candidate.name in members,
+                n_jobs,
+                lambda _=None, c=candidate: listener.fold_done(c),
+                encode_ms,
+            )
+        )
         listener.candidate_done(results[-1])
     by_name = {r.candidate.name: r for r in results}
     for candidate in ensembles:
@@ -163,9 +183,18 @@ def _encode_cost(backend: str, data: TrainingSet, cache: dict[str, float]) -> fl
     return cache[backend]
 
 
-def _evaluate_single(candidate: Candidate, data: TrainingSet, split: Split, seed: int, temporal: Direction | None,
-                     directions: Sequence[Direction], inner: bool, n_jobs: int, done,
-                     encode_ms: dict[str, float]) -> CandidateResult:
+def _evaluate_single(
+    candidate: Candidate,
+    data: TrainingSet,
+    split: Split,
+    seed: int,
+    temporal: Direction | None,
+    directions: Sequence[Direction],
+    inner: bool,
+    n_jobs: int,
+    done,
+    encode_ms: dict[str, float],
+) -> CandidateResult:
     """Cross-validation and the holdouts of one single candidate, all its fits in one batch."""
     from papertrack.models.embedding_candidates import needs_embeddings
 
@@ -175,13 +204,13 @@ def _evaluate_single(candidate: Candidate, data: TrainingSet, split: Split, seed
     holdout_fits = {group: _holdout_fits(data, ds, seed, inner, group) for group, ds in groups.items()}
     fits = [*cv_fits, *(f for group_fits, _ in holdout_fits.values() for f in group_fits)]
     # embedding candidates stay in this process: its embedder holds the model and the cache
-    outputs = run_fits(build, data.texts, data.y, fits, 1 if needs_embeddings(candidate) else n_jobs,
-                       lambda f: done())
+    outputs = run_fits(build, data.texts, data.y, fits, 1 if needs_embeddings(candidate) else n_jobs, lambda f: done())
     cv = cv_result(cv_fits, outputs, len(data.y), data.space.n_labels)
     metrics = evaluate(cv.oof_proba, data.y, data.space)
     embedding_ms = sum(_encode_cost(b, data, encode_ms) for b in _backends(candidate, data, seed))
-    metrics.update(fit_seconds=cv.fit_seconds / cv.folds,
-                   predict_ms_per_abstract=cv.predict_ms_per_abstract + embedding_ms)
+    metrics.update(
+        fit_seconds=cv.fit_seconds / cv.folds, predict_ms_per_abstract=cv.predict_ms_per_abstract + embedding_ms
+    )
     if embedding_ms:
         metrics["embedding_ms_per_abstract"] = embedding_ms
     shift = later = None
@@ -194,8 +223,9 @@ def _evaluate_single(candidate: Candidate, data: TrainingSet, split: Split, seed
     return CandidateResult(candidate, metrics, cv, shift=shift, y=data.y, temporal=later)
 
 
-def _holdout_fits(data: TrainingSet, directions: Sequence[Direction], seed: int, inner: bool,
-                  group: str) -> tuple[list[Fit], dict[str, list[tuple[np.ndarray, np.ndarray]]]]:
+def _holdout_fits(
+    data: TrainingSet, directions: Sequence[Direction], seed: int, inner: bool, group: str
+) -> tuple[list[Fit], dict[str, list[tuple[np.ndarray, np.ndarray]]]]:
     """Per direction: the fit of its training side (scored on its held-out rows) and, with ``inner``, the
     inner folds of that training side (for ensemble weights); and the inner splits (positions within the
     training side)."""
@@ -208,8 +238,13 @@ def _holdout_fits(data: TrainingSet, directions: Sequence[Direction], seed: int,
     return fits, inner_splits
 
 
-def _holdout_result(data: TrainingSet, directions: Sequence[Direction], outputs: dict, group: str,
-                    inner_splits: dict[str, list[tuple[np.ndarray, np.ndarray]]]) -> ShiftResult:
+def _holdout_result(
+    data: TrainingSet,
+    directions: Sequence[Direction],
+    outputs: dict,
+    group: str,
+    inner_splits: dict[str, list[tuple[np.ndarray, np.ndarray]]],
+) -> ShiftResult:
     proba = np.zeros((len(data.y), data.space.n_labels))
     per_direction, inner_oof, fit_seconds = {}, {}, 0.0
     for d in directions:
@@ -225,8 +260,15 @@ def _holdout_result(data: TrainingSet, directions: Sequence[Direction], outputs:
     return ShiftResult(proba, per_direction, fit_seconds, inner_oof, rows=_held_rows(directions, len(data.y)))
 
 
-def shift_holdout(build, data: TrainingSet, directions: Sequence[Direction], seed: int, inner: bool = False,
-                  done=lambda: None, n_jobs: int = 1) -> ShiftResult:
+def shift_holdout(
+    build,
+    data: TrainingSet,
+    directions: Sequence[Direction],
+    seed: int,
+    inner: bool = False,
+    done=lambda: None,
+    n_jobs: int = 1,
+) -> ShiftResult:
     """A freshly built model per direction, fitted on its training side and scored on its held-out
     source; with ``inner``, also the training side's own out-of-fold probabilities (for ensemble
     weights)."""
@@ -240,9 +282,14 @@ def _direction_metrics(proba: np.ndarray, y: np.ndarray, data: TrainingSet) -> d
     return {m: metrics[m] for m in SHIFT_METRICS}
 
 
-def _evaluate_ensemble(candidate: Candidate, singles: dict[str, CandidateResult], data: TrainingSet,
-                       split: Split, directions: Sequence[Direction],
-                       temporal: Direction | None = None) -> CandidateResult:
+def _evaluate_ensemble(
+    candidate: Candidate,
+    singles: dict[str, CandidateResult],
+    data: TrainingSet,
+    split: Split,
+    directions: Sequence[Direction],
+    temporal: Direction | None = None,
+) -> CandidateResult:
     """Weights chosen (nested) on the members' OOF matrices — no member is refit."""
     members = list(candidate.members)
     member_results = [singles[m] for m in members]
@@ -258,29 +305,44 @@ def _evaluate_ensemble(candidate: Candidate, singles: dict[str, CandidateResult]
         fit_seconds=sum(r.metrics["fit_seconds"] for r in used),
         predict_ms_per_abstract=_ensemble_cost(used),
         weight_search_seconds=search_seconds,
-        **{f"insample_{k}": v for k, v in evaluate(ens.insample_proba, data.y, data.space).items()
-           if k in INSAMPLE_METRICS},
+        **{
+            f"insample_{k}": v
+            for k, v in evaluate(ens.insample_proba, data.y, data.space).items()
+            if k in INSAMPLE_METRICS
+        },
     )
     weights = {m: round(float(w), 4) for m, w in zip(members, ens.weights)}
-    extra = {"weights": ", ".join(f"{m}={w:g}" for m, w in weights.items()),
-             **{f"fold{i}_weights": ", ".join(f"{w:g}" for w in np.round(fw, 4))
-                for i, fw in enumerate(ens.fold_weights)}}
+    extra = {
+        "weights": ", ".join(f"{m}={w:g}" for m, w in weights.items()),
+        **{f"fold{i}_weights": ", ".join(f"{w:g}" for w in np.round(fw, 4)) for i, fw in enumerate(ens.fold_weights)},
+    }
     shift = later = None
     if temporal is not None:
         later = _shift_ensemble(candidate, member_results, data, [temporal], lambda m: m.temporal)
-        metrics.update(temporal_metrics(later),
-                       temporal_fit_seconds=sum(r.metrics["temporal_fit_seconds"] for r in used))
-        extra.update({f"temporal_weights.{name}": ", ".join(f"{w:g}" for w in np.round(w_, 4))
-                      for name, w_ in later.weights.items()})
+        metrics.update(
+            temporal_metrics(later), temporal_fit_seconds=sum(r.metrics["temporal_fit_seconds"] for r in used)
+        )
+        extra.update(
+            {
+                f"temporal_weights.{name}": ", ".join(f"{w:g}" for w in np.round(w_, 4))
+                for name, w_ in later.weights.items()
+            }
+        )
     if directions:
         shift = _shift_ensemble(candidate, member_results, data, directions, lambda m: m.shift)
         metrics.update(shift_metrics(shift), shift_fit_seconds=sum(r.metrics["shift_fit_seconds"] for r in used))
-        extra.update({f"shift_weights.{name}": ", ".join(f"{w:g}" for w in np.round(w_, 4))
-                      for name, w_ in shift.weights.items()})
-    cv = CVResult(ens.oof_proba, sum(r.cv.fit_seconds for r in used), sum(r.cv.predict_seconds for r in used),
-                  len(split))
-    return CandidateResult(with_weights(candidate, ens.weights), metrics, cv, extra, weights, shift, data.y,
-                           temporal=later)
+        extra.update(
+            {
+                f"shift_weights.{name}": ", ".join(f"{w:g}" for w in np.round(w_, 4))
+                for name, w_ in shift.weights.items()
+            }
+        )
+    cv = CVResult(
+        ens.oof_proba, sum(r.cv.fit_seconds for r in used), sum(r.cv.predict_seconds for r in used), len(split)
+    )
+    return CandidateResult(
+        with_weights(candidate, ens.weights), metrics, cv, extra, weights, shift, data.y, temporal=later
+    )
 
 
 def _ensemble_cost(used: Sequence[CandidateResult]) -> float:
@@ -288,8 +350,13 @@ def _ensemble_cost(used: Sequence[CandidateResult]) -> float:
     return own + max((r.metrics.get("embedding_ms_per_abstract", 0.0) for r in used), default=0.0)
 
 
-def _shift_ensemble(candidate: Candidate, members: Sequence[CandidateResult], data: TrainingSet,
-                    directions: Sequence[Direction], holdout=lambda m: m.shift) -> ShiftResult:
+def _shift_ensemble(
+    candidate: Candidate,
+    members: Sequence[CandidateResult],
+    data: TrainingSet,
+    directions: Sequence[Direction],
+    holdout=lambda m: m.shift,
+) -> ShiftResult:
     """Per direction: weights chosen on the members' training-side inner OOF probabilities, applied
     to the members' held-out probabilities (from models fitted on the training side). ``holdout`` picks
     the members' result of the same directions (``m.shift`` or ``m.temporal``)."""
@@ -297,12 +364,14 @@ def _shift_ensemble(candidate: Candidate, members: Sequence[CandidateResult], da
     proba = np.zeros((len(data.y), data.space.n_labels))
     per_direction, weights = {}, {}
     for d in directions:
-        w = select_weights([holdout(m).inner_oof[d.name] for m in members], data.y[d.train], spec.rule, spec.steps,
-                           spec.objective)
+        w = select_weights(
+            [holdout(m).inner_oof[d.name] for m in members], data.y[d.train], spec.rule, spec.steps, spec.objective
+        )
         proba[d.test] = combine([holdout(m).proba[d.test] for m in members], w, spec.rule)
         per_direction[d.name], weights[d.name] = _direction_metrics(proba[d.test], data.y[d.test], data), list(w)
-    fit_seconds = sum(holdout(m).fit_seconds for m, wi in zip(members, np.max(list(weights.values()), axis=0))
-                      if wi > 0)
+    fit_seconds = sum(
+        holdout(m).fit_seconds for m, wi in zip(members, np.max(list(weights.values()), axis=0)) if wi > 0
+    )
     return ShiftResult(proba, per_direction, fit_seconds, weights=weights, rows=_held_rows(directions, len(data.y)))
 
 

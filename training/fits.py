@@ -36,8 +36,9 @@ def default_jobs() -> int:
     return max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
-def _fit_one(build: Callable[[], object], train_texts: list[str], y_train: np.ndarray,
-             test_texts: list[str]) -> FitOutput:
+def _fit_one(
+    build: Callable[[], object], train_texts: list[str], y_train: np.ndarray, test_texts: list[str]
+) -> FitOutput:
     model = build()
     started = time.perf_counter()
     model.fit(train_texts, y_train)
@@ -46,8 +47,14 @@ def _fit_one(build: Callable[[], object], train_texts: list[str], y_train: np.nd
     return FitOutput(np.asarray(proba), fitted - started, time.perf_counter() - fitted)
 
 
-def run_fits(build: Callable[[], object], texts: Sequence[str], y: np.ndarray, fits: Sequence[Fit],
-             n_jobs: int = 1, on_done: Callable[[Fit], None] | None = None) -> dict[Hashable, FitOutput]:
+def run_fits(
+    build: Callable[[], object],
+    texts: Sequence[str],
+    y: np.ndarray,
+    fits: Sequence[Fit],
+    n_jobs: int = 1,
+    on_done: Callable[[Fit], None] | None = None,
+) -> dict[Hashable, FitOutput]:
     """Every fit of ``fits`` (a fresh ``build()`` each), by key; ``on_done`` hears of each as it finishes
     (in order)."""
     texts = np.asarray(texts, dtype=object)
@@ -56,7 +63,8 @@ def run_fits(build: Callable[[], object], texts: Sequence[str], y: np.ndarray, f
         from joblib import Parallel, delayed
 
         outputs = Parallel(n_jobs=min(n_jobs, len(fits)), return_as="generator")(
-            delayed(_fit_one)(*job) for job in jobs)
+            delayed(_fit_one)(*job) for job in jobs
+        )
     else:
         outputs = (_fit_one(*job) for job in jobs)
     results = {}

@@ -7,6 +7,7 @@ from sklearn.metrics import f1_score
 
 from papertrack.models.hierarchy import LabelSpace
 
+
 def top_k_accuracy(proba: np.ndarray, y: np.ndarray, k: int) -> float:
     """Share of rows whose true class is among the k highest probabilities (ties broken by index)."""
     if len(y) == 0:
@@ -15,14 +16,17 @@ def top_k_accuracy(proba: np.ndarray, y: np.ndarray, k: int) -> float:
     top = np.argsort(-proba, axis=1, kind="stable")[:, :k]
     return float(np.mean(np.any(top == np.asarray(y)[:, None], axis=1)))
 
+
 def macro_f1(y: np.ndarray, predicted: np.ndarray) -> float:
     """Macro-F1 over the classes present in the truth or the predictions."""
     return float(f1_score(y, predicted, average="macro", zero_division=0))
+
 
 def log_loss(proba: np.ndarray, y: np.ndarray, eps: float = 1e-15) -> float:
     """Mean negative log-probability of the true class (probabilities clipped at eps)."""
     picked = proba[np.arange(len(y)), y]
     return float(-np.mean(np.log(np.clip(picked, eps, 1.0))))
+
 
 def reliability(proba: np.ndarray, y: np.ndarray, bins: int = 10) -> dict[str, np.ndarray]:
     """Top-1 confidence vs accuracy per equal-width confidence bin."""
@@ -36,12 +40,14 @@ def reliability(proba: np.ndarray, y: np.ndarray, bins: int = 10) -> dict[str, n
         accuracy = np.bincount(which, correct, minlength=bins) / count
     return {"edges": edges, "count": count, "confidence": mean_conf, "accuracy": accuracy}
 
+
 def expected_calibration_error(proba: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
     """Sum over bins of (bin share) * |accuracy - confidence| for the top-1 prediction."""
     r = reliability(proba, y, bins)
     filled = r["count"] > 0
     weights = r["count"][filled] / r["count"].sum()
     return float(np.sum(weights * np.abs(r["accuracy"][filled] - r["confidence"][filled])))
+
 
 def evaluate(proba: np.ndarray, y: np.ndarray, space: LabelSpace) -> dict[str, float]:
     """All quality metrics of a candidate: label and area level."""
@@ -56,4 +62,3 @@ def evaluate(proba: np.ndarray, y: np.ndarray, space: LabelSpace) -> dict[str, f
         "log_loss": log_loss(proba, y),
         "ece": expected_calibration_error(proba, y),
     }
-

@@ -32,8 +32,15 @@ def confusion_figure(y: np.ndarray, predicted: np.ndarray, names: Sequence[str],
         for i in range(n):
             for j in range(n):
                 if matrix[i, j]:
-                    ax.text(j, i, int(matrix[i, j]), ha="center", va="center", fontsize=8,
-                            color="white" if share[i, j] > 0.5 else "black")
+                    ax.text(
+                        j,
+                        i,
+                        int(matrix[i, j]),
+                        ha="center",
+                        va="center",
+                        fontsize=8,
+                        color="white" if share[i, j] > 0.5 else "black",
+                    )
     fig.colorbar(image, ax=ax, fraction=0.03, label="share of true class")
     return fig
 

@@ -41,7 +41,8 @@ def check(records: Sequence, files: Sequence[str | Path], *, jobs: int = 1, avai
         raise UsageError(
             f"{where}: {k:,} distinct labels for {n:,} labeled records ({singles:,} labels have a single record): "
             f"too few examples per label to learn any of them. Is the label field a track ('Area · Subarea')? "
-            f"Use fewer, broader labels (merge rare ones with --rename OLD=NEW) or add records")
+            f"Use fewer, broader labels (merge rare ones with --rename OLD=NEW) or add records"
+        )
     need = estimate_bytes(records, k, jobs)
     have = available_memory() if available is None else available
     if have and need > MEMORY_SHARE * have:
@@ -50,7 +51,8 @@ def check(records: Sequence, files: Sequence[str | Path], *, jobs: int = 1, avai
             f"{where}: {k:,} distinct labels need about {_gib(need)} of memory to train ({k:,} labels × "
             f"{features(records):,} features × 8 bytes × {COPIES} copies × {jobs} parallel fit(s)); this machine "
             f"has {_gib(have)}. {fix} fewer labels (merge rare ones with --rename OLD=NEW) or train on a machine "
-            f"with more memory")
+            f"with more memory"
+        )
 
 
 def features(records: Sequence) -> int:

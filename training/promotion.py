@@ -27,8 +27,9 @@ def log_hits(run_id: str, contender: Contender, metric: str, digest: str) -> Non
     """Store the winner's per-row hits on the selection holdout with its run (read back by a later promotion)."""
     from papertrack.store import client
 
-    client().log_dict(run_id, {"metric": metric, "data_digest": digest,
-                               "hits": contender.hits.astype(int).tolist()}, HITS_ARTIFACT)
+    client().log_dict(
+        run_id, {"metric": metric, "data_digest": digest, "hits": contender.hits.astype(int).tolist()}, HITS_ARTIFACT
+    )
 
 
 def stored_contender(version, metric: str, digest: str) -> Contender | None:
@@ -47,8 +48,13 @@ def stored_contender(version, metric: str, digest: str) -> Contender | None:
     if stored.get("metric") != metric or stored.get("data_digest") != digest:
         return None
     tiebreak = registry.TIEBREAK_OF.get(metric, registry.CV_TIEBREAK_METRIC)
-    return Contender(f"champion v{version.version} ({version.tags.get('candidate', '?')})", metrics[metric],
-                     metrics.get(tiebreak, 0.0), metrics[COST_METRIC], np.asarray(stored["hits"], dtype=np.float64))
+    return Contender(
+        f"champion v{version.version} ({version.tags.get('candidate', '?')})",
+        metrics[metric],
+        metrics.get(tiebreak, 0.0),
+        metrics[COST_METRIC],
+        np.asarray(stored["hits"], dtype=np.float64),
+    )
 
 
 def decide(new: Contender, champion: Contender, metric: str) -> tuple[bool, str] | None:

@@ -29,15 +29,17 @@ class RenameMap:
     mapping: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_RENAMES))
 
     @classmethod
-    def with_extra(cls, specs: Iterable[str] = (), defaults: bool = True) -> "RenameMap":
+    def with_extra(cls, specs: Iterable[str] = (), defaults: bool = True) -> RenameMap:
         """The built-in map (unless ``defaults`` is False) plus ``specs`` written "OLD=NEW"."""
         mapping = {_canonical(k): _canonical(v) for k, v in DEFAULT_RENAMES.items()} if defaults else {}
         for spec in specs:
             old, sep, new = spec.partition("=")
             if not sep or not old.strip() or not new.strip():
-                raise UsageError(f"--rename {spec!r}: write it as OLD=NEW, e.g. "
-                                 f"--rename 'Applications · Genetics, Cell Biology, etc=Applications · Genetics, "
-                                 f"Cell Biology, Health, etc'")
+                raise UsageError(
+                    f"--rename {spec!r}: write it as OLD=NEW, e.g. "
+                    f"--rename 'Applications · Genetics, Cell Biology, etc=Applications · Genetics, "
+                    f"Cell Biology, Health, etc'"
+                )
             try:
                 old_label, new_label = _canonical(old), _canonical(new)
             except ValueError as exc:

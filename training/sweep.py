@@ -23,27 +23,38 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from papertrack import __version__
+from papertrack import __version__, registry, store
+from papertrack.errors import UsageError
 from papertrack.features.ingest import load_dataset
 from papertrack.models.artifact import PREDICTOR_FILE, PaperTrackModel, TrackPredictor, signature
-from papertrack.models.card import ModelCard
-from papertrack.models.drift import build_profile
 from papertrack.models.candidates import Candidate
+from papertrack.models.card import ModelCard
 from papertrack.models.catalogue import CANDIDATES, select
-from papertrack import registry, store
-from papertrack.errors import UsageError
-from papertrack.training import preflight
-from papertrack.training import promotion, tracking
-from papertrack.training.cv import check_trainable, fold_indices
-from papertrack.training.champion import ChampionChoice, Contender, choose_champion
-from papertrack.training.data import (Direction, TrainingSet, labels_by_year, one_year_only, shift_directions,
-                                      temporal_direction)
-from papertrack.training.evaluation import (SHIFT_METRICS, CandidateResult, Listener, ShiftResult,
-                                            evaluate_candidates, shift_metrics, temporal_metrics)
-from papertrack.training.renames import RenameMap
+from papertrack.models.drift import build_profile
 from papertrack.registry import rank_key, ranking_metrics
 from papertrack.settings import EXPERIMENT_NAME
+from papertrack.training import preflight, promotion, tracking
+from papertrack.training.champion import ChampionChoice, Contender, choose_champion
+from papertrack.training.cv import check_trainable, fold_indices
+from papertrack.training.data import (
+    Direction,
+    TrainingSet,
+    labels_by_year,
+    one_year_only,
+    shift_directions,
+    temporal_direction,
+)
+from papertrack.training.evaluation import (
+    SHIFT_METRICS,
+    CandidateResult,
+    Listener,
+    ShiftResult,
+    evaluate_candidates,
+    shift_metrics,
+    temporal_metrics,
+)
 from papertrack.training.metrics import evaluate
+from papertrack.training.renames import RenameMap
 
 MIN_SHIFT_RECORDS = 100  # a source this small is neither a fair test set nor a usable training side
 DEFAULT_BUDGET_MS = 5.0  # predict cost per abstract the default sweep stays within (a fast service)
@@ -75,8 +86,9 @@ class SweepResult:
         return sorted(self.results, key=lambda r: rank_key(r.metrics), reverse=True)
 
 
-def majority_baseline(data: TrainingSet, directions: Sequence[Direction] = (),
-                      temporal: Direction | None = None) -> dict[str, float]:
+def majority_baseline(
+    data: TrainingSet, directions: Sequence[Direction] = (), temporal: Direction | None = None
+) -> dict[str, float]:
     """Metrics of always answering the label frequencies of the training set (on a holdout: of each
     direction's training side)."""
     prior = np.bincount(data.y, minlength=data.space.n_labels) / len(data.y)
@@ -116,24 +128,35 @@ def plan_holdouts(data: TrainingSet, folds: int) -> Holdouts:
     lines = []
     temporal, why_not = temporal_direction(data)
     if temporal is not None and (len(temporal.test) < MIN_SHIFT_RECORDS or len(temporal.train) < MIN_SHIFT_RECORDS):
-        why_not = (f"the latest year has {len(temporal.test):,} records and the earlier years {len(temporal.train):,} "
-                   f"(fewer than {MIN_SHIFT_RECORDS} on a side)")
+        why_not = (
+            f"the latest year has {len(temporal.test):,} records and the earlier years {len(temporal.train):,} "
+            f"(fewer than {MIN_SHIFT_RECORDS} on a side)"
+        )
         temporal = None
     if temporal is not None:
-        lines.append(f"temporal holdout: train on {' + '.join(temporal.trained_on)} ({len(temporal.train):,} "
-                     f"records), test on {temporal.heldout} ({len(temporal.test):,}): the champion is chosen on it")
+        lines.append(
+            f"temporal holdout: train on {' + '.join(temporal.trained_on)} ({len(temporal.train):,} "
+            f"records), test on {temporal.heldout} ({len(temporal.test):,}): the champion is chosen on it"
+        )
     earlier = temporal.train if temporal is not None else None
     directions = shift_directions(data.sources, earlier)
-    small = {name: n for name, n in counts.items() if n < MIN_SHIFT_RECORDS and any(
-        name in (d.heldout, *d.trained_on) for d in directions)}
+    small = {
+        name: n
+        for name, n in counts.items()
+        if n < MIN_SHIFT_RECORDS and any(name in (d.heldout, *d.trained_on) for d in directions)
+    }
     if directions and small:
-        lines.append(f"[yellow]no shift holdout: {', '.join(f'{k} has {v:,} records' for k, v in small.items())} "
-                     f"(fewer than {MIN_SHIFT_RECORDS})[/]")
+        lines.append(
+            f"[yellow]no shift holdout: {', '.join(f'{k} has {v:,} records' for k, v in small.items())} "
+            f"(fewer than {MIN_SHIFT_RECORDS})[/]"
+        )
         directions = []
     elif directions:
-        lines.append(f"shift holdout (cross-venue{', earlier years only' if temporal is not None else ''}): "
-                     f"{', '.join(d.name for d in directions)}" + ("" if temporal is not None else
-                                                                  "; the champion is chosen on it"))
+        lines.append(
+            f"shift holdout (cross-venue{', earlier years only' if temporal is not None else ''}): "
+            f"{', '.join(d.name for d in directions)}"
+            + ("" if temporal is not None else "; the champion is chosen on it")
+        )
     if temporal is not None:
         yardstick = f"temporal holdout ({temporal.name})"
     elif directions:
@@ -141,9 +164,12 @@ def plan_holdouts(data: TrainingSet, folds: int) -> Holdouts:
         lines.insert(0, f"[yellow]no temporal holdout: {why_not}; falling back to the shift holdout[/]")
     else:
         yardstick = f"{folds}-fold cross-validation"
-        lines.insert(0, f"[yellow]no temporal holdout: {why_not}; no shift holdout "
-                        f"({'one source' if len(counts) < 2 else 'too few records per source'}): the champion is "
-                        f"chosen by {folds}-fold cross-validation[/]")
+        lines.insert(
+            0,
+            f"[yellow]no temporal holdout: {why_not}; no shift holdout "
+            f"({'one source' if len(counts) < 2 else 'too few records per source'}): the champion is "
+            f"chosen by {folds}-fold cross-validation[/]",
+        )
     return Holdouts(temporal, directions, yardstick, lines)
 
 
@@ -160,11 +186,21 @@ def pip_requirements(candidate: Candidate) -> list[str]:
     return [*pinned, f"papertrack=={__version__}"]
 
 
-def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_names: list[str] | None = None,
-              folds: int = 5, seed: int = 42, use_title: bool = False, register: bool = True,
-              console: Console | None = None, accept_suggested: bool = False,
-              budget_ms: float | None = DEFAULT_BUDGET_MS, renames: Sequence[str] = (),
-              jobs: int | None = None) -> SweepResult:
+def run_sweep(
+    data_paths: Sequence[Path],
+    *,
+    fmt: str | None = None,
+    candidate_names: list[str] | None = None,
+    folds: int = 5,
+    seed: int = 42,
+    use_title: bool = False,
+    register: bool = True,
+    console: Console | None = None,
+    accept_suggested: bool = False,
+    budget_ms: float | None = DEFAULT_BUDGET_MS,
+    renames: Sequence[str] = (),
+    jobs: int | None = None,
+) -> SweepResult:
     from papertrack.training.fits import default_jobs
 
     console = console or Console()
@@ -182,17 +218,30 @@ def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_n
     sources = data.label_distribution()
     counts = {name: int(sources[name].sum()) for name in data.source_names}
     years = {name: sorted(set(data.years[data.sources == name].tolist())) for name in data.source_names}
-    console.print("  sources: " + ", ".join(
-        f"{name} {n:,} records" + (f" ({'/'.join(map(str, years[name]))})" if years[name] != [-1] and
-                                   str(years[name][0]) not in name else "") for name, n in counts.items()))
+    console.print(
+        "  sources: "
+        + ", ".join(
+            f"{name} {n:,} records"
+            + (
+                f" ({'/'.join(map(str, years[name]))})"
+                if years[name] != [-1] and str(years[name][0]) not in name
+                else ""
+            )
+            for name, n in counts.items()
+        )
+    )
     used_renames = rename_map.used(r.label for r in records)
     if used_renames:
         renamed = sum(r.label in used_renames for r in records)
-        console.print(f"  renamed tracks (the latest name is taught): " + "; ".join(
-            f"{escape(old)} -> {escape(new)}" for old, new in used_renames.items()) + f" ({renamed:,} records)")
+        console.print(
+            "  renamed tracks (the latest name is taught): "
+            + "; ".join(f"{escape(old)} -> {escape(new)}" for old, new in used_renames.items())
+            + f" ({renamed:,} records)"
+        )
     for year, labels in one_year_only(data).items():
-        shown = ", ".join(escape(label) for label in labels[:6]) + (f", … ({len(labels) - 6} more)" if len(labels) > 6
-                                                                    else "")
+        shown = ", ".join(escape(label) for label in labels[:6]) + (
+            f", … ({len(labels) - 6} more)" if len(labels) > 6 else ""
+        )
         console.print(f"  [dim]{len(labels)} label(s) only in {year}: {shown}[/]")
     holdouts = plan_holdouts(data, folds)
     for line in holdouts.lines:
@@ -203,17 +252,31 @@ def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_n
     # MLflow 3 opens an experiment on its GenAI overview unless it is marked as model development
     mlflow.set_experiment_tag("mlflow.experimentKind", "custom_model_development")
     console.print(f"MLflow store: [bold]{uri}[/]  (experiment '{experiment.name}')")
-    dataset = mlflow.data.from_pandas(data.frame(), source=", ".join(str(p) for p in data_paths),
-                                      name=" + ".join(data.source_names), targets="label", digest=data.digest)
-    common = {"data_digest": data.digest, "data_paths": ", ".join(str(p) for p in data_paths),
-              "records": len(records), "labels": data.space.n_labels, "areas": len(data.space.areas),
-              "folds": folds, "seed": seed, "use_title": use_title,
-              "sources": ", ".join(f"{name} ({n})" for name, n in counts.items()),
-              "shift_holdout": ", ".join(d.name for d in directions) if directions else "none",
-              "temporal_holdout": (f"{temporal.name}: train {' + '.join(temporal.trained_on)}, test "
-                                   f"{temporal.heldout}") if temporal is not None else "none",
-              "selection": holdouts.yardstick, "renames": rename_map.describe(),
-              "budget_ms": "none (candidates named)" if budget is None else budget}
+    dataset = mlflow.data.from_pandas(
+        data.frame(),
+        source=", ".join(str(p) for p in data_paths),
+        name=" + ".join(data.source_names),
+        targets="label",
+        digest=data.digest,
+    )
+    common = {
+        "data_digest": data.digest,
+        "data_paths": ", ".join(str(p) for p in data_paths),
+        "records": len(records),
+        "labels": data.space.n_labels,
+        "areas": len(data.space.areas),
+        "folds": folds,
+        "seed": seed,
+        "use_title": use_title,
+        "sources": ", ".join(f"{name} ({n})" for name, n in counts.items()),
+        "shift_holdout": ", ".join(d.name for d in directions) if directions else "none",
+        "temporal_holdout": (f"{temporal.name}: train {' + '.join(temporal.trained_on)}, test {temporal.heldout}")
+        if temporal is not None
+        else "none",
+        "selection": holdouts.yardstick,
+        "renames": rename_map.describe(),
+        "budget_ms": "none (candidates named)" if budget is None else budget,
+    }
 
     with mlflow.start_run(run_name=f"sweep-{time.strftime('%Y%m%d-%H%M%S')}") as parent:
         mlflow.set_tags({"papertrack.kind": "sweep", "papertrack.version": __version__})
@@ -236,18 +299,33 @@ def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_n
             results = evaluate_candidates(candidates, data, split, seed, listener, directions, temporal, jobs)
         eligible, ineligible = within_budget(results, budget)
         if ineligible:
-            console.print(f"  [yellow]measured over the {budget:g} ms budget, so not eligible to win: " + ", ".join(
-                f"{r.candidate.name} ({r.metrics[promotion.COST_METRIC]:.1f} ms/abstract)" for r in ineligible)
-                + f" (raise --budget-ms or name them with -c)[/]")
+            console.print(
+                f"  [yellow]measured over the {budget:g} ms budget, so not eligible to win: "
+                + ", ".join(
+                    f"{r.candidate.name} ({r.metrics[promotion.COST_METRIC]:.1f} ms/abstract)" for r in ineligible
+                )
+                + " (raise --budget-ms or name them with -c)[/]"
+            )
         choice = choose(eligible)
         winner = next(r for r in results if r.candidate.name == choice.winner)
         mlflow.set_tags({"winner": winner.candidate.name, "winner_run_id": winner.run_id, **choice.tags()})
         mlflow.log_metrics({f"best_{k}": v for k, v in winner.metrics.items()})
-        result = SweepResult(parent.info.run_id, data.digest, results, baseline, winner,
-                             embedding_seconds=embed_seconds, embedded_texts=embedded, skipped=skipped,
-                             choice=choice, sources=counts, over_budget=over_budget,
-                             ineligible=[r.candidate.name for r in ineligible], budget_ms=budget,
-                             yardstick=holdouts.yardstick)
+        result = SweepResult(
+            parent.info.run_id,
+            data.digest,
+            results,
+            baseline,
+            winner,
+            embedding_seconds=embed_seconds,
+            embedded_texts=embedded,
+            skipped=skipped,
+            choice=choice,
+            sources=counts,
+            over_budget=over_budget,
+            ineligible=[r.candidate.name for r in ineligible],
+            budget_ms=budget,
+            yardstick=holdouts.yardstick,
+        )
         mlflow.set_tag("mlflow.note.content", describe(result))
         console.print(f"Champion rule (on the {holdouts.yardstick}): {choice.reason}")
         console.print(f"Winner: [bold]{winner.candidate.name}[/]; refitting on all {len(records):,} records")
@@ -259,8 +337,14 @@ def run_sweep(data_paths: Sequence[Path], *, fmt: str | None = None, candidate_n
             mine = contender(winner, results)
             promotion.log_hits(winner.run_id, mine, choice.metric, data.digest)
             result.decision = registry.register(
-                result.model_uri, winner.run_id, winner.metrics, data.digest, winner.candidate.name,
-                decision_tags=choice.tags(), challenge=promotion.cost_challenge(mine, choice.metric, data.digest))
+                result.model_uri,
+                winner.run_id,
+                winner.metrics,
+                data.digest,
+                winner.candidate.name,
+                decision_tags=choice.tags(),
+                challenge=promotion.cost_challenge(mine, choice.metric, data.digest),
+            )
             mlflow.set_tag("registered_version", result.decision.version)
             mlflow.set_tag("mlflow.note.content", describe(result))
     result.wall_seconds = time.perf_counter() - started
@@ -271,8 +355,9 @@ def _metric_safe(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "_-." else "_" for ch in name)
 
 
-def within_budget(results: Sequence[CandidateResult],
-                  budget: float | None) -> tuple[list[CandidateResult], list[CandidateResult]]:
+def within_budget(
+    results: Sequence[CandidateResult], budget: float | None
+) -> tuple[list[CandidateResult], list[CandidateResult]]:
     """(eligible, over budget): the results whose measured predict cost is within ``budget`` ms per abstract
     (all when there is no budget, or when none is within it)."""
     if budget is None:
@@ -292,24 +377,39 @@ def choose(results: Sequence[CandidateResult]) -> ChampionChoice:
 def contender(result: CandidateResult, among: Sequence[CandidateResult] = ()) -> Contender:
     """A candidate's result as the champion rule sees it (ranked by the metric ``among`` all share)."""
     primary, tiebreak = ranking_metrics(*[r.metrics for r in (among or [result])])
-    return Contender(result.candidate.name, result.metrics[primary], result.metrics[tiebreak],
-                     result.metrics[promotion.COST_METRIC], result.selection_hits(3),
-                     baseline=result.candidate.family == "baseline")
+    return Contender(
+        result.candidate.name,
+        result.metrics[primary],
+        result.metrics[tiebreak],
+        result.metrics[promotion.COST_METRIC],
+        result.selection_hits(3),
+        baseline=result.candidate.family == "baseline",
+    )
 
 
 def describe(result: SweepResult) -> str:
     """The parent run's description (markdown): the leaderboard and the champion decision."""
     shift = any("shift_label_top3" in r.metrics for r in result.results)
     later = any("temporal_label_top3" in r.metrics for r in result.results)
-    head = ["candidate"] + (["temporal top3", "temporal top1", "temporal area"] if later else []) + [
-        "CV top3", "CV top1", "CV area"] + (["shift top3", "shift top1", "shift area"] if shift else []) + [
-        "ms/abstract"]
+    head = (
+        ["candidate"]
+        + (["temporal top3", "temporal top1", "temporal area"] if later else [])
+        + ["CV top3", "CV top1", "CV area"]
+        + (["shift top3", "shift top1", "shift area"] if shift else [])
+        + ["ms/abstract"]
+    )
     lines = [f"**Champion rule** (on the {result.yardstick}): {result.choice.reason}", ""]
     if result.decision:
-        lines += [f"Registered version {result.decision.version} as **{result.decision.alias}**: "
-                  f"{result.decision.reason}", ""]
-    lines += ["Sources: " + ", ".join(f"{k} ({v:,})" for k, v in result.sources.items()), "",
-              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += [
+            f"Registered version {result.decision.version} as **{result.decision.alias}**: {result.decision.reason}",
+            "",
+        ]
+    lines += [
+        "Sources: " + ", ".join(f"{k} ({v:,})" for k, v in result.sources.items()),
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
     for r in result.leaderboard():
         m = r.metrics
         cells = [r.candidate.name]
@@ -324,8 +424,9 @@ def describe(result: SweepResult) -> str:
     return "\n".join(lines)
 
 
-def plan_candidates(names: list[str] | None, console: Console,
-                    budget_ms: float | None = None) -> tuple[list[Candidate], list[str], list[str]]:
+def plan_candidates(
+    names: list[str] | None, console: Console, budget_ms: float | None = None
+) -> tuple[list[Candidate], list[str], list[str]]:
     """The candidates to run, in order, the ones left out because the embeddings extra is missing, and the
     ones left out by the cost budget. Members of a selected ensemble are added before it (they are
     cross-validated and logged like any candidate). The default sweep leaves out — with one printed line
@@ -341,9 +442,12 @@ def plan_candidates(names: list[str] | None, console: Console,
         over = [c for c in chosen if c.expected_ms > budget_ms]
         if over:
             over_budget = [c.name for c in over]
-            console.print(f"  [dim]over the {budget_ms:g} ms/abstract budget, left out: " + ", ".join(
-                f"{c.name} (~{c.expected_ms:g} ms)" for c in over) + f"; include them with --budget-ms "
-                f"{_round_up(max(c.expected_ms for c in over))} or -c NAME[/]")
+            console.print(
+                f"  [dim]over the {budget_ms:g} ms/abstract budget, left out: "
+                + ", ".join(f"{c.name} (~{c.expected_ms:g} ms)" for c in over)
+                + f"; include them with --budget-ms "
+                f"{_round_up(max(c.expected_ms for c in over))} or -c NAME[/]"
+            )
             chosen = [c for c in chosen if c.expected_ms <= budget_ms]
     reason = unavailable_reason()
     if reason:
@@ -351,8 +455,10 @@ def plan_candidates(names: list[str] | None, console: Console,
         if unusable and names:
             raise UsageError(f"candidate(s) {', '.join(unusable)} need sentence embeddings, but {reason}")
         if unusable:
-            console.print(f"[yellow]Leaving out {len(unusable)} embedding candidate(s) "
-                          f"({', '.join(unusable)}): {escape(reason)}[/]")
+            console.print(
+                f"[yellow]Leaving out {len(unusable)} embedding candidate(s) "
+                f"({', '.join(unusable)}): {escape(reason)}[/]"
+            )
         chosen = [c for c in chosen if not needs_embeddings(c)]
     else:
         unusable = []
@@ -382,8 +488,9 @@ def _round_up(ms: float) -> int:
         scale *= 10
 
 
-def warm_embeddings(candidates: Sequence[Candidate], data: TrainingSet, seed: int,
-                    console: Console) -> tuple[float, int]:
+def warm_embeddings(
+    candidates: Sequence[Candidate], data: TrainingSet, seed: int, console: Console
+) -> tuple[float, int]:
     """Embed every abstract once (cache misses only, with a progress bar) before cross-validation,
     so that no fold waits for the embedding model. Returns (seconds, texts encoded)."""
     from papertrack.features.embeddings import embedding_steps, get_embedder
@@ -403,8 +510,10 @@ def warm_embeddings(candidates: Sequence[Candidate], data: TrainingSet, seed: in
         seconds, encoded = seconds + elapsed, encoded + texts
         where = embedder.cache.path if embedder.cache else "no disk cache"
         rate = f", {texts / elapsed:.1f} abstracts/s" if texts else ""
-        console.print(f"Embeddings ({backend}): {len(data.texts) - texts:,} of {len(data.texts):,} abstracts from "
-                      f"the cache, {texts:,} encoded in {elapsed:.1f} s{rate} ({where})")
+        console.print(
+            f"Embeddings ({backend}): {len(data.texts) - texts:,} of {len(data.texts):,} abstracts from "
+            f"the cache, {texts:,} encoded in {elapsed:.1f} s{rate} ({where})"
+        )
     return seconds, encoded
 
 
@@ -418,7 +527,7 @@ class _SweepListener(Listener):
         self.progress = Progress(*columns, console=console, transient=False)
         self.task = None
 
-    def __enter__(self) -> "_SweepListener":
+    def __enter__(self) -> _SweepListener:
         self.progress.start()
         return self
 
@@ -438,29 +547,63 @@ class _SweepListener(Listener):
         self.progress.advance(self.task)
 
     def candidate_done(self, result: CandidateResult) -> None:
-        result.run_id = _log_candidate(result.candidate, result.metrics, result.cv.oof_proba, self.data, self.dataset,
-                                       self.common, result.extra_params)
+        result.run_id = _log_candidate(
+            result.candidate,
+            result.metrics,
+            result.cv.oof_proba,
+            self.data,
+            self.dataset,
+            self.common,
+            result.extra_params,
+        )
         _print_line(self.progress.console, result.candidate.name, result.metrics)
         if result.candidate.is_ensemble:
-            self.console.print(f"  {'':<34} weights: " + ", ".join(
-                f"{m} {w:.2f}" for m, w in result.member_weights.items() if w > 0))
+            self.console.print(
+                f"  {'':<34} weights: " + ", ".join(f"{m} {w:.2f}" for m, w in result.member_weights.items() if w > 0)
+            )
 
 
 def _print_line(console: Console, name: str, metrics: dict[str, float]) -> None:
-    later = (f"next year top3 {metrics['temporal_label_top3']:.3f} top1 {metrics['temporal_label_top1']:.3f} "
-             f"area {metrics['temporal_area_top1']:.3f} | " if "temporal_label_top3" in metrics else "")
-    shift = (f" | shift top3 {metrics['shift_label_top3']:.3f}" if "shift_label_top3" in metrics else "")
-    console.print(f"  {name:<26} {later}CV top3 {metrics['label_top3']:.3f} area {metrics['area_top1']:.3f}"
-                  f"{shift} | {metrics['predict_ms_per_abstract']:.2f} ms")
+    later = (
+        f"next year top3 {metrics['temporal_label_top3']:.3f} top1 {metrics['temporal_label_top1']:.3f} "
+        f"area {metrics['temporal_area_top1']:.3f} | "
+        if "temporal_label_top3" in metrics
+        else ""
+    )
+    shift = f" | shift top3 {metrics['shift_label_top3']:.3f}" if "shift_label_top3" in metrics else ""
+    console.print(
+        f"  {name:<26} {later}CV top3 {metrics['label_top3']:.3f} area {metrics['area_top1']:.3f}"
+        f"{shift} | {metrics['predict_ms_per_abstract']:.2f} ms"
+    )
 
 
-def _log_candidate(candidate: Candidate, metrics: dict[str, float], oof: np.ndarray, data: TrainingSet, dataset,
-                   common: dict, extra_params: dict | None = None) -> str:
+def _log_candidate(
+    candidate: Candidate,
+    metrics: dict[str, float],
+    oof: np.ndarray,
+    data: TrainingSet,
+    dataset,
+    common: dict,
+    extra_params: dict | None = None,
+) -> str:
     with mlflow.start_run(run_name=candidate.name, nested=True) as run:
-        mlflow.set_tags({"papertrack.kind": "candidate", "family": candidate.family,
-                         "candidate": candidate.name, "features": candidate.features})
-        mlflow.log_params({**common, "family": candidate.family, "features": candidate.features,
-                           **{f"hp.{k}": v for k, v in candidate.params.items()}, **(extra_params or {})})
+        mlflow.set_tags(
+            {
+                "papertrack.kind": "candidate",
+                "family": candidate.family,
+                "candidate": candidate.name,
+                "features": candidate.features,
+            }
+        )
+        mlflow.log_params(
+            {
+                **common,
+                "family": candidate.family,
+                "features": candidate.features,
+                **{f"hp.{k}": v for k, v in candidate.params.items()},
+                **(extra_params or {}),
+            }
+        )
         tracking.log_dataset_input(dataset)
         mlflow.log_metrics(metrics)
         tracking.log_evaluation_artifacts(oof, data.y, data.space, candidate.name)
@@ -470,22 +613,42 @@ def _log_candidate(candidate: Candidate, metrics: dict[str, float], oof: np.ndar
 def _refit_and_log(winner: CandidateResult, data: TrainingSet, seed: int, use_title: bool) -> str:
     """Refit the winner on all data and log it, in the winner's own run, as the pyfunc artifact."""
     classifier = winner.candidate.build(data.space.n_labels, seed).fit(data.texts, data.y)
-    card = ModelCard(candidate=winner.candidate.name, family=winner.candidate.family, data_digest=data.digest,
-                     run_id=winner.run_id, metrics=winner.metrics, n_labels=data.space.n_labels,
-                     n_areas=len(data.space.areas), use_title=use_title)
+    card = ModelCard(
+        candidate=winner.candidate.name,
+        family=winner.candidate.family,
+        data_digest=data.digest,
+        run_id=winner.run_id,
+        metrics=winner.metrics,
+        n_labels=data.space.n_labels,
+        n_areas=len(data.space.areas),
+        use_title=use_title,
+    )
     predictor = TrackPredictor(classifier, data.space, card, use_title=use_title)
-    example = pd.DataFrame({"abstract": [r.abstract for r in data.records[:2]],
-                            "title": [r.title or "" for r in data.records[:2]]})
+    example = pd.DataFrame(
+        {"abstract": [r.abstract for r in data.records[:2]], "title": [r.title or "" for r in data.records[:2]]}
+    )
     with tempfile.TemporaryDirectory() as tmp, mlflow.start_run(run_id=winner.run_id, nested=True):
         from papertrack.training import artifact_extras  # confidence calibration + neighbour index (issue 11)
+
         artifact_extras.attach(predictor, winner.selection_proba, winner.selection_y, data, winner.selection)
         # drift reports: "unsure" is "not confident" (the answers' confident flag), for the dump and the holdout
         predictor.training_profile = build_profile(
-            data.texts, data.y, data.space, winner.cv.oof_proba, seed,
-            unsure_below=predictor.confidence.top1_threshold, unsure_source="not confident")
+            data.texts,
+            data.y,
+            data.space,
+            winner.cv.oof_proba,
+            seed,
+            unsure_below=predictor.confidence.top1_threshold,
+            unsure_source="not confident",
+        )
         path = predictor.save(Path(tmp) / PREDICTOR_FILE)
         logged = mlflow.pyfunc.log_model(
-            name="model", python_model=PaperTrackModel(), artifacts={"predictor": str(path)},
-            signature=signature(), input_example=example, pip_requirements=pip_requirements(winner.candidate))
+            name="model",
+            python_model=PaperTrackModel(),
+            artifacts={"predictor": str(path)},
+            signature=signature(),
+            input_example=example,
+            pip_requirements=pip_requirements(winner.candidate),
+        )
         mlflow.set_tag("refit", "all data")
     return logged.model_uri

@@ -48,11 +48,17 @@ def per_class_report(proba: np.ndarray, y: np.ndarray, space: LabelSpace) -> pd.
     top3 = np.argsort(-proba, axis=1)[:, :3]
     hit3 = np.any(top3 == y[:, None], axis=1)
     top3_recall = np.array([hit3[y == j].mean() if (y == j).any() else np.nan for j in idx])
-    return pd.DataFrame({
-        "label": space.labels, "area": [space.areas[a] for a in space.label_area], "support": support,
-        "precision": precision.round(4), "recall": recall.round(4), "f1": f1.round(4),
-        "top3_recall": np.round(top3_recall, 4),
-    })
+    return pd.DataFrame(
+        {
+            "label": space.labels,
+            "area": [space.areas[a] for a in space.label_area],
+            "support": support,
+            "precision": precision.round(4),
+            "recall": recall.round(4),
+            "f1": f1.round(4),
+            "top3_recall": np.round(top3_recall, 4),
+        }
+    )
 
 
 def log_evaluation_artifacts(proba: np.ndarray, y: np.ndarray, space: LabelSpace, name: str) -> None:
@@ -64,11 +70,14 @@ def log_evaluation_artifacts(proba: np.ndarray, y: np.ndarray, space: LabelSpace
     area_proba = space.area_proba(proba)
     figures = {
         "plots/confusion_area.png": plots.confusion_figure(
-            space.area_of(y), area_proba.argmax(axis=1), space.areas, f"{name}: areas (cross-validated)"),
+            space.area_of(y), area_proba.argmax(axis=1), space.areas, f"{name}: areas (cross-validated)"
+        ),
         "plots/confusion_label.png": plots.confusion_figure(
-            y, proba.argmax(axis=1), space.labels, f"{name}: labels (cross-validated)"),
+            y, proba.argmax(axis=1), space.labels, f"{name}: labels (cross-validated)"
+        ),
         "plots/per_class_f1.png": plots.per_class_f1_figure(
-            space.labels, report["f1"].to_numpy(), report["support"].to_numpy(), f"{name}: F1 per label"),
+            space.labels, report["f1"].to_numpy(), report["support"].to_numpy(), f"{name}: F1 per label"
+        ),
         "plots/reliability.png": plots.reliability_figure(proba, y, f"{name}: reliability of top-1"),
     }
     for path, fig in figures.items():

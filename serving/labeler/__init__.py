@@ -16,5 +16,15 @@ from papertrack.serving.labeler.errors import LabelError, ModelMissing
 from papertrack.serving.labeler.run import LabelResult, label_dumps
 from papertrack.serving.labeler.summary import Counters, summary_lines
 
-__all__ = ["Backend", "Counters", "HttpBackend", "LabelError", "LabelResult", "LocalBackend", "ModelMissing",
-           "label_dumps", "partial_path", "summary_lines"]
+__all__ = [
+    "Backend",
+    "Counters",
+    "HttpBackend",
+    "LabelError",
+    "LabelResult",
+    "LocalBackend",
+    "ModelMissing",
+    "label_dumps",
+    "partial_path",
+    "summary_lines",
+]

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from papertrack.features.ingest import Record
-from papertrack.serving.schemas import MAX_ABSTRACT_CHARS, MAX_TITLE_CHARS
 from papertrack.serving.labeler.errors import LabelError, ModelMissing
+from papertrack.serving.schemas import MAX_ABSTRACT_CHARS, MAX_TITLE_CHARS
 
 if TYPE_CHECKING:
     from papertrack.models.card import Answer
@@ -97,17 +97,23 @@ class HttpBackend:
         try:
             response = self.client.get("/metadata")
         except httpx.HTTPError as exc:
-            raise ModelMissing(f"cannot reach the papertrack service at {self.url} ({exc}). "
-                               f"Start it with `papertrack serve`.") from None
+            raise ModelMissing(
+                f"cannot reach the papertrack service at {self.url} ({exc}). Start it with `papertrack serve`."
+            ) from None
         if response.status_code != 200:
             raise ModelMissing(f"{self.url}/metadata answered {response.status_code}: {response.text[:200]}")
         meta = response.json()
         self.labels = frozenset(meta["labels"])
         self.n_labels = int(meta["n_labels"])
         model = meta["model"]
-        self.identity = {"run_id": model.get("run_id"), "data_digest": meta.get("data_digest"),
-                         "candidate": meta.get("candidate")}
-        self.description = f"{self.url} (model {model.get('name')} v{model.get('version')}, run {model.get('run_id', '')[:8]})"
+        self.identity = {
+            "run_id": model.get("run_id"),
+            "data_digest": meta.get("data_digest"),
+            "candidate": meta.get("candidate"),
+        }
+        self.description = (
+            f"{self.url} (model {model.get('name')} v{model.get('version')}, run {model.get('run_id', '')[:8]})"
+        )
 
     def label(self, records: Sequence[Record], k: int) -> list[Answer | str]:
         answers: list[Answer | str | None] = [None] * len(records)
@@ -116,7 +122,7 @@ class HttpBackend:
             answers[i] = over_limits(record)
             if answers[i] is None:
                 sendable.append(i)
-        parts = [sendable[start:start + self.batch] for start in range(0, len(sendable), self.batch)]
+        parts = [sendable[start : start + self.batch] for start in range(0, len(sendable), self.batch)]
         sent = [self.pool.submit(self._send, [records[i] for i in part], k) for part in parts]
         for part, future in zip(parts, sent):
             for i, answer in zip(part, future.result()):
@@ -148,9 +154,10 @@ class HttpBackend:
                     return response
                 error = f"{response.status_code}: {_error_text(response)}"
             if attempt < self.retries:
-                time.sleep(0.5 * 2 ** attempt)
-        raise LabelError(f"the service at {self.url} failed {self.retries + 1} times ({error}); "
-                         f"rerun with --resume once it is back")
+                time.sleep(0.5 * 2**attempt)
+        raise LabelError(
+            f"the service at {self.url} failed {self.retries + 1} times ({error}); rerun with --resume once it is back"
+        )
 
     def close(self) -> None:
         self.pool.shutdown(cancel_futures=True)
@@ -168,10 +175,13 @@ def load_failure(model_uri: str, tracking_uri: str, exc: BaseException) -> str:
         aliases = registered_aliases(name)
         if aliases and alias not in aliases:
             listed = ", ".join(f"{a} (version {v})" for a, v in sorted(aliases.items()))
-            return (f"model {name!r} has no alias {alias!r} in {tracking_uri}; its aliases: {listed}. Pass one, "
-                    f"e.g. --model models:/{name}@{min(aliases)}, or register a new version with `papertrack train`")
-    return (f"cannot load {model_uri} from {tracking_uri}: {_first_line(exc).rstrip('.')}. "
-            f"{TRAIN_HINT} (or pass --model).")
+            return (
+                f"model {name!r} has no alias {alias!r} in {tracking_uri}; its aliases: {listed}. Pass one, "
+                f"e.g. --model models:/{name}@{min(aliases)}, or register a new version with `papertrack train`"
+            )
+    return (
+        f"cannot load {model_uri} from {tracking_uri}: {_first_line(exc).rstrip('.')}. {TRAIN_HINT} (or pass --model)."
+    )
 
 
 def registered_aliases(name: str) -> dict[str, str]:

@@ -23,9 +23,16 @@ from papertrack.serving.labeler.summary import Counters
 
 VERSION = 1
 # settings a resumed run must share with the interrupted one, and how a message names each
-MUST_MATCH = (("version", "checkpoint format"), ("inputs", "input files (paths, sizes, times or contents)"),
-              ("formats", "input formats"), ("output", "output file"), ("errors", "errors file"),
-              ("kind", "output format"), ("top_k", "--top-k"), ("model", "model"))
+MUST_MATCH = (
+    ("version", "checkpoint format"),
+    ("inputs", "input files (paths, sizes, times or contents)"),
+    ("formats", "input formats"),
+    ("output", "output file"),
+    ("errors", "errors file"),
+    ("kind", "output format"),
+    ("top_k", "--top-k"),
+    ("model", "model"),
+)
 
 
 @dataclass
@@ -76,8 +83,7 @@ def fingerprint(paths: Sequence[Path]) -> list[dict]:
             digest = content_digest(path, stat.st_size)
         except OSError:
             raise IngestError(path, None, "file not found") from None
-        out.append({"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
-                    "sha256": digest})
+        out.append({"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest})
     return out
 
 
@@ -97,9 +103,16 @@ def content_digest(path: Path, size: int) -> str:
 def refuse_overwriting_inputs(paths: Paths, inputs: Sequence[Path]) -> None:
     """LabelError when a file this run writes (output, errors, their partial files, the checkpoint) is an input,
     a folder, or in a folder that cannot be written."""
-    outputs.check_outputs({"output": (paths.output, "-o"), "errors file": (paths.errors, "--errors"),
-                           "partial output": (paths.partial, ""), "partial errors file": (paths.errors_partial, ""),
-                           "checkpoint": (paths.checkpoint, "")}, inputs)
+    outputs.check_outputs(
+        {
+            "output": (paths.output, "-o"),
+            "errors file": (paths.errors, "--errors"),
+            "partial output": (paths.partial, ""),
+            "partial errors file": (paths.errors_partial, ""),
+            "checkpoint": (paths.checkpoint, ""),
+        },
+        inputs,
+    )
 
 
 def open_partial(path: Path) -> BinaryIO:
@@ -114,8 +127,9 @@ def write(path: Path, f: BinaryIO, data: bytes) -> None:
     try:
         f.write(data)
     except OSError as exc:
-        raise LabelError(f"cannot write {path}: {exc.strerror}; free space or choose another -o, then rerun "
-                         f"with --resume") from None
+        raise LabelError(
+            f"cannot write {path}: {exc.strerror}; free space or choose another -o, then rerun with --resume"
+        ) from None
 
 
 def discard(paths: Paths) -> None:
@@ -140,15 +154,24 @@ def start_fresh(paths: Paths, header: bytes, notice: Callable[[str], None]) -> N
         raise LabelError(f"cannot write {exc.filename or paths.partial}: {exc.strerror}; choose another -o") from None
 
 
-def save(paths: Paths, settings: dict, counters: Counters, out: BinaryIO, err: BinaryIO,
-         complete: bool = False) -> None:
+def save(
+    paths: Paths, settings: dict, counters: Counters, out: BinaryIO, err: BinaryIO, complete: bool = False
+) -> None:
     """Make everything written so far durable, then record it in the checkpoint (atomically)."""
     try:
         for f in (out, err):
             f.flush()
             os.fsync(f.fileno())
-        _write_json_atomic(paths.checkpoint, {**settings, "counters": asdict(counters), "output_bytes": out.tell(),
-                                              "errors_bytes": err.tell(), "complete": complete})
+        _write_json_atomic(
+            paths.checkpoint,
+            {
+                **settings,
+                "counters": asdict(counters),
+                "output_bytes": out.tell(),
+                "errors_bytes": err.tell(),
+                "complete": complete,
+            },
+        )
     except OSError as exc:
         raise LabelError(f"cannot write {exc.filename or paths.partial}: {exc.strerror}") from None
 
@@ -164,14 +187,17 @@ def load(paths: Paths, settings: dict, notice: Callable[[str], None]) -> dict | 
         raise LabelError(f"cannot read the checkpoint {paths.checkpoint}: {exc}; rerun without --resume") from None
     for key, what in MUST_MATCH:
         if state.get(key) != settings[key]:
-            raise LabelError(f"cannot resume: the {what} changed since the interrupted run "
-                             f"({state.get(key)!r} -> {settings[key]!r}); rerun without --resume")
+            raise LabelError(
+                f"cannot resume: the {what} changed since the interrupted run "
+                f"({state.get(key)!r} -> {settings[key]!r}); rerun without --resume"
+            )
     if state.get("complete"):
         return state
     for path, size in ((paths.partial, state["output_bytes"]), (paths.errors_partial, state["errors_bytes"])):
         if not path.exists() or path.stat().st_size < size:
-            raise LabelError(f"cannot resume: {path} is missing or shorter than the checkpoint says; "
-                             f"rerun without --resume")
+            raise LabelError(
+                f"cannot resume: {path} is missing or shorter than the checkpoint says; rerun without --resume"
+            )
     notice(f"resuming after {state['counters']['inputs']:,} records")
     return state
 
@@ -183,8 +209,9 @@ def finalize(paths: Paths) -> None:
             try:
                 os.replace(partial, final)
             except OSError as exc:
-                raise LabelError(f"cannot rename {partial} to {final}: {exc.strerror}; the labeled rows are "
-                                 f"complete in {partial}") from None
+                raise LabelError(
+                    f"cannot rename {partial} to {final}: {exc.strerror}; the labeled rows are complete in {partial}"
+                ) from None
     _fsync_dir(paths.output.parent)
     paths.checkpoint.unlink(missing_ok=True)
 

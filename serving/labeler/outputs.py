@@ -47,16 +47,21 @@ def check_outputs(written: dict[str, tuple[Path, str]], inputs: Sequence[Path]) 
             if same_file(source, target):
                 name = display_name(source)
                 if option == "-o":
-                    raise LabelError(f"-o {target} is one of the inputs (labeling would destroy it); "
-                                     f"choose another output")
+                    raise LabelError(
+                        f"-o {target} is one of the inputs (labeling would destroy it); choose another output"
+                    )
                 if option == "--errors":
-                    raise LabelError(f"the errors file {target} is one of the inputs (labeling would destroy it); "
-                                     f"choose another --errors")
-                raise LabelError(f"the {what} {target} is the input {name} (labeling would destroy it); "
-                                 f"choose another -o/--errors")
+                    raise LabelError(
+                        f"the errors file {target} is one of the inputs (labeling would destroy it); "
+                        f"choose another --errors"
+                    )
+                raise LabelError(
+                    f"the {what} {target} is the input {name} (labeling would destroy it); choose another -o/--errors"
+                )
         if target.is_dir():
-            raise LabelError(f"{option or 'the ' + what} {target} is a folder; name a file in it, e.g. "
-                             f"{target / 'labeled.jsonl'}")
+            raise LabelError(
+                f"{option or 'the ' + what} {target} is a folder; name a file in it, e.g. {target / 'labeled.jsonl'}"
+            )
         _check_folder(target)
 
 
@@ -99,16 +104,20 @@ def _acquire(lock: Path, target: Path, option: str) -> None:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o644)
         except OSError as exc:
             if lock.is_symlink():
-                raise LabelError(f"{lock} is a symbolic link; papertrack does not write through links: remove it "
-                                 f"(or choose another {option})") from None
+                raise LabelError(
+                    f"{lock} is a symbolic link; papertrack does not write through links: remove it "
+                    f"(or choose another {option})"
+                ) from None
             raise LabelError(f"cannot write {lock}: {exc.strerror}; choose another {option}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = _holder(fd)
             os.close(fd)
-            raise LabelError(f"{target} is being written by another papertrack label run ({holder}; lock {lock}); "
-                             f"wait for it to finish, or choose another {option}") from None
+            raise LabelError(
+                f"{target} is being written by another papertrack label run ({holder}; lock {lock}); "
+                f"wait for it to finish, or choose another {option}"
+            ) from None
         # the holder may have removed the lock file between our open and flock: then lock the new one
         try:
             if os.fstat(fd).st_ino == os.stat(lock, follow_symlinks=False).st_ino:
@@ -149,8 +158,10 @@ def _release(lock: Path) -> None:
 def refuse_link(path: Path, option: str = "-o") -> None:
     """LabelError when ``path`` is a symbolic link (a temporary file of the run must never be one)."""
     if path.is_symlink():
-        raise LabelError(f"{path} is a symbolic link; papertrack does not write through links: remove it "
-                         f"(or choose another {option})")
+        raise LabelError(
+            f"{path} is a symbolic link; papertrack does not write through links: remove it "
+            f"(or choose another {option})"
+        )
 
 
 def create_new(path: Path, data: bytes = b"") -> None:

@@ -26,9 +26,13 @@ def row(record: Record, answer: Mapping[str, Any], top_k: int) -> dict[str, Any]
     tracks = answer["tracks"][:top_k]
     top_area = answer["areas"][0]
     out: dict[str, Any] = {
-        "id": record.id, "source": record.source, "line": record.line, "title": record.title,
+        "id": record.id,
+        "source": record.source,
+        "line": record.line,
+        "title": record.title,
         "tracks": [{"label": t["label"], "probability": t["probability"]} for t in tracks],
-        "area": top_area["area"], "area_probability": top_area["probability"],
+        "area": top_area["area"],
+        "area_probability": top_area["probability"],
         "label": record.label,
         "in_top_k": None if record.label is None else any(t["label"] == record.label for t in tracks),
     }
@@ -41,9 +45,18 @@ class RowFormat:
 
     def __init__(self, kind: str, top_k: int, extras: Sequence[str] = ()):
         self.kind, self.top_k, self.extras = kind, top_k, tuple(extras)
-        self.columns = ["id", "source", "line", "title",
-                        *[c for i in range(1, top_k + 1) for c in (f"track_{i}", f"probability_{i}")],
-                        "area", "area_probability", "label", "in_top_k", *self.extras]
+        self.columns = [
+            "id",
+            "source",
+            "line",
+            "title",
+            *[c for i in range(1, top_k + 1) for c in (f"track_{i}", f"probability_{i}")],
+            "area",
+            "area_probability",
+            "label",
+            "in_top_k",
+            *self.extras,
+        ]
 
     def header(self) -> bytes:
         return _csv([self.columns]) if self.kind == "csv" else b""
@@ -56,21 +69,34 @@ class RowFormat:
 
     def _cells(self, r: dict[str, Any]) -> list[Any]:
         """The CSV cells of a row; every text cell spreadsheet-safe (:func:`spreadsheet_safe`)."""
-        cells: list[Any] = [spreadsheet_safe(r["id"]), spreadsheet_safe(r["source"]), r["line"],
-                            spreadsheet_safe(r["title"] or "")]
+        cells: list[Any] = [
+            spreadsheet_safe(r["id"]),
+            spreadsheet_safe(r["source"]),
+            r["line"],
+            spreadsheet_safe(r["title"] or ""),
+        ]
         for t in r["tracks"]:
             cells += [spreadsheet_safe(t["label"]), repr(float(t["probability"]))]
         cells += ["", ""] * (self.top_k - len(r["tracks"]))
-        cells += [spreadsheet_safe(r["area"]), repr(float(r["area_probability"])), spreadsheet_safe(r["label"] or ""),
-                  _cell(r["in_top_k"])]
+        cells += [
+            spreadsheet_safe(r["area"]),
+            repr(float(r["area_probability"])),
+            spreadsheet_safe(r["label"] or ""),
+            _cell(r["in_top_k"]),
+        ]
         cells += [spreadsheet_safe(_cell(r.get(name))) for name in self.extras]
         return cells
 
 
 def error_rows(items: Iterable[tuple[Record | BadRecord, str, str]]) -> bytes:
     """JSON lines of the records that could not be labeled: where, id, kind and the reason."""
-    return _lines(json.dumps({"source": item.source, "line": item.line, "id": item.id, "kind": kind,
-                              "reason": reason}, ensure_ascii=False) for item, kind, reason in items)
+    return _lines(
+        json.dumps(
+            {"source": item.source, "line": item.line, "id": item.id, "kind": kind, "reason": reason},
+            ensure_ascii=False,
+        )
+        for item, kind, reason in items
+    )
 
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula (OWASP)

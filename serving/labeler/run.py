@@ -87,13 +87,22 @@ def claim_outputs(paths: Paths):
     return outputs.claim([(paths.output, "-o"), (paths.errors, "--errors")])
 
 
-def label_dumps(inputs: Sequence[Path], output: Path, backend, *, top_k: int = 3, fmt: str | None = None,
-                errors: Path | None = None, resume: bool = False, chunk_size: int = DEFAULT_CHUNK,
-                on_start: Callable[[int], None] | None = None,
-                on_total: Callable[[int], None] | None = None,
-                on_chunk: Callable[[int, int], None] | None = None,
-                on_rows: Callable[[list[Labeled]], None] | None = None,
-                notice: Callable[[str], None] = lambda message: None) -> LabelResult:
+def label_dumps(
+    inputs: Sequence[Path],
+    output: Path,
+    backend,
+    *,
+    top_k: int = 3,
+    fmt: str | None = None,
+    errors: Path | None = None,
+    resume: bool = False,
+    chunk_size: int = DEFAULT_CHUNK,
+    on_start: Callable[[int], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+    on_chunk: Callable[[int, int], None] | None = None,
+    on_rows: Callable[[list[Labeled]], None] | None = None,
+    notice: Callable[[str], None] = lambda message: None,
+) -> LabelResult:
     """Label every record of ``inputs`` into ``output`` (see the module doc). Raises IngestError/LabelError.
 
     Progress callbacks: ``on_start(records already done)``, ``on_total(input lines)`` (from a thread, when the
@@ -107,16 +116,46 @@ def label_dumps(inputs: Sequence[Path], output: Path, backend, *, top_k: int = 3
     if chunk_size < 1:
         raise LabelError("--chunk-size must be at least 1")
     with claim_outputs(plan.paths):  # re-entrant: the CLI has claimed them already, before loading the model
-        return _label(plan, backend, top_k=top_k, resume=resume, chunk_size=chunk_size, on_start=on_start,
-                      on_total=on_total, on_chunk=on_chunk, on_rows=on_rows, notice=notice, started=started)
+        return _label(
+            plan,
+            backend,
+            top_k=top_k,
+            resume=resume,
+            chunk_size=chunk_size,
+            on_start=on_start,
+            on_total=on_total,
+            on_chunk=on_chunk,
+            on_rows=on_rows,
+            notice=notice,
+            started=started,
+        )
 
 
-def _label(plan: Plan, backend, *, top_k: int, resume: bool, chunk_size: int, on_start, on_total, on_chunk,
-           on_rows, notice, started: float) -> LabelResult:
+def _label(
+    plan: Plan,
+    backend,
+    *,
+    top_k: int,
+    resume: bool,
+    chunk_size: int,
+    on_start,
+    on_total,
+    on_chunk,
+    on_rows,
+    notice,
+    started: float,
+) -> LabelResult:
     inputs, paths, kind, formats = plan.inputs, plan.paths, plan.kind, plan.formats
-    settings = {"version": checkpoint.VERSION, "inputs": fingerprint(inputs), "formats": formats,
-                "output": str(paths.output.resolve()), "errors": str(paths.errors.resolve()), "kind": kind,
-                "top_k": top_k, "model": backend.identity}
+    settings = {
+        "version": checkpoint.VERSION,
+        "inputs": fingerprint(inputs),
+        "formats": formats,
+        "output": str(paths.output.resolve()),
+        "errors": str(paths.errors.resolve()),
+        "kind": kind,
+        "top_k": top_k,
+        "model": backend.identity,
+    }
     rows = RowFormat(kind, top_k, extras=CONFIDENCE_FIELDS)  # empty cells for a model without calibration
     k = min(max(top_k, SUMMARY_K), backend.n_labels)
 
@@ -168,7 +207,9 @@ def _label(plan: Plan, backend, *, top_k: int, resume: bool, chunk_size: int, on
             if on_chunk is not None:
                 on_chunk(len(chunk), chunk[-1][1])
         if counters.inputs != counters.rows + counters.errors:  # pragma: no cover - a bug, never data
-            raise LabelError(f"count mismatch: {counters.inputs} inputs != {counters.rows} rows + {counters.errors} errors")
+            raise LabelError(
+                f"count mismatch: {counters.inputs} inputs != {counters.rows} rows + {counters.errors} errors"
+            )
         checkpoint.save(paths, settings, counters, out, err, complete=True)
     except BaseException:
         out.close()
@@ -199,8 +240,9 @@ class _SeenIds:
         return False
 
 
-def _label_chunk(items: Sequence[Record | BadRecord], backend, k: int
-                 ) -> tuple[list[Labeled], list[tuple[Record | BadRecord, str, str]]]:
+def _label_chunk(
+    items: Sequence[Record | BadRecord], backend, k: int
+) -> tuple[list[Labeled], list[tuple[Record | BadRecord, str, str]]]:
     """One backend call for the chunk's usable records: (labeled records, failed items with kind and reason)."""
     good = [item for item in items if isinstance(item, Record)]
     results = backend.label(good, k) if good else []

@@ -39,17 +39,27 @@ class Counters:
 def summary_lines(result) -> list[str]:
     """The end-of-run report of a :class:`~papertrack.serving.labeler.run.LabelResult`."""
     c = result.counters
-    headers = ("" if not c.headers else ", of which 1 is a text dump's header paragraph" if c.headers == 1
-               else f", of which {c.headers:,} are text dumps' header paragraphs")
-    lines = [f"{c.inputs:,} input records = {c.rows:,} labeled rows ({result.paths.output}) + "
-             f"{c.errors:,} errors ({result.paths.errors}{headers})"]
+    headers = (
+        ""
+        if not c.headers
+        else ", of which 1 is a text dump's header paragraph"
+        if c.headers == 1
+        else f", of which {c.headers:,} are text dumps' header paragraphs"
+    )
+    lines = [
+        f"{c.inputs:,} input records = {c.rows:,} labeled rows ({result.paths.output}) + "
+        f"{c.errors:,} errors ({result.paths.errors}{headers})"
+    ]
     resumed = f" (resumed after {result.resumed_from:,})" if result.resumed_from else ""
     lines.append(f"{result.seconds:.2f} s, {result.rate:,.0f} abstracts/s{resumed}")
     if c.labeled:
         unknown = f"; {c.unknown_labels:,} given labels are not in the model's label set" if c.unknown_labels else ""
-        lines.append(f"{c.labeled:,} inputs had a label: top-1 {c.top1 / c.labeled:.3f}, "
-                     f"top-3 {c.top3 / c.labeled:.3f}{unknown}")
+        lines.append(
+            f"{c.labeled:,} inputs had a label: top-1 {c.top1 / c.labeled:.3f}, top-3 {c.top3 / c.labeled:.3f}{unknown}"
+        )
     if c.duplicate_ids:
-        lines.append(f"warning: {c.duplicate_ids:,} records have the id of an earlier record (both are labeled; "
-                     f"ids are kept as given)")
+        lines.append(
+            f"warning: {c.duplicate_ids:,} records have the id of an earlier record (both are labeled; "
+            f"ids are kept as given)"
+        )
     return lines

@@ -68,8 +68,10 @@ async def parse_dump(request: Request, filename: str = "dump.txt", format: str |
         body += chunk
     name = _SAFE_NAME.sub("_", Path(filename).name)[-120:] or "dump.txt"
     if not name.strip("."):  # "..", "." : no file name (would be the folder itself, or its parent)
-        return _error(f"filename {filename[:200]!r} is not a file name: give the dump's name, e.g. "
-                      f"?filename=papers.jsonl (its extension tells the layout)")
+        return _error(
+            f"filename {filename[:200]!r} is not a file name: give the dump's name, e.g. "
+            f"?filename=papers.jsonl (its extension tells the layout)"
+        )
     try:
         result = await run_in_threadpool(read_dump, bytes(body), name, format)
     except IngestError as exc:
@@ -92,11 +94,15 @@ def _surrogate_message(name: str, body: bytes) -> str:
     text = body.decode("utf-8", errors="replace")
     found = lone_surrogate(text)
     if found is None:
-        return (f"{name}: it holds a lone UTF-16 surrogate escape (e.g. \\udc00), which is not a character; "
-                f"remove it or write the full surrogate pair (or the character itself)")
+        return (
+            f"{name}: it holds a lone UTF-16 surrogate escape (e.g. \\udc00), which is not a character; "
+            f"remove it or write the full surrogate pair (or the character itself)"
+        )
     escape, offset = found
-    return (f"{name}:{text.count(chr(10), 0, offset) + 1}: {escape} is a lone UTF-16 surrogate escape, which is "
-            f"not a character; remove it or write the full surrogate pair (or the character itself)")
+    return (
+        f"{name}:{text.count(chr(10), 0, offset) + 1}: {escape} is a lone UTF-16 surrogate escape, which is "
+        f"not a character; remove it or write the full surrogate pair (or the character itself)"
+    )
 
 
 def read_dump(data: bytes, name: str, fmt: str | None = None) -> dict:
@@ -108,18 +114,31 @@ def read_dump(data: bytes, name: str, fmt: str | None = None) -> dict:
         papers, errors = [], []
         for item in iter_records(path, fmt, labeled=None):
             if isinstance(item, Record):
-                papers.append({"id": item.id, "title": item.title, "abstract": item.abstract, "label": item.label,
-                               "line": item.line})
+                papers.append(
+                    {
+                        "id": item.id,
+                        "title": item.title,
+                        "abstract": item.abstract,
+                        "label": item.label,
+                        "line": item.line,
+                    }
+                )
             else:
                 errors.append({"line": item.line, "kind": item.kind, "reason": item.reason})
             if len(papers) + len(errors) > MAX_DUMP_RECORDS:
-                raise IngestError(name, item.line, f"more than {MAX_DUMP_RECORDS:,} records: label this dump with "
-                                                   f"`papertrack label {name} -o labeled.csv`")
+                raise IngestError(
+                    name,
+                    item.line,
+                    f"more than {MAX_DUMP_RECORDS:,} records: label this dump with "
+                    f"`papertrack label {name} -o labeled.csv`",
+                )
     if not papers and not errors:
         raise IngestError(name, None, "no record found")
     return {"format": fmt, "papers": papers, "errors": errors}
 
 
 def _too_big(filename: str) -> str:
-    return (f"{filename} is larger than {MAX_DUMP_BYTES // (1024 * 1024)} MB; label it with "
-            f"`papertrack label {filename} -o labeled.csv`")
+    return (
+        f"{filename} is larger than {MAX_DUMP_BYTES // (1024 * 1024)} MB; label it with "
+        f"`papertrack label {filename} -o labeled.csv`"
+    )
