@@ -6,7 +6,7 @@
 Start: a model trained on ICLR 2024 (1,996 labeled abstracts). Pool: 80% of ICML 2024 with its labels
 hidden from the learner; test: the other 20% of ICML 2024 (split per seed). Each round the strategy picks
 ``--batch`` pool abstracts with the current model (the same code as ``papertrack suggest``:
-:func:`papertrack.serving.suggest.choose` on :meth:`TrackPredictor.predict_proba` and
+:func:`papertrack.serving.batch.suggest.choose` on :meth:`TrackPredictor.predict_proba` and
 :meth:`TrackPredictor.text_features`), their true labels are revealed, the model is refit on ICLR + all
 picks so far and scored on the test part. Strategies: diverse (uncertainty + MMR), uncertainty (margin;
 ``--measure entropy`` for the entropy), random. Learner: the ``tfidf-word-logreg`` candidate
@@ -34,7 +34,7 @@ from papertrack.models.artifact import TrackPredictor  # noqa: E402
 from papertrack.models.candidates import CANDIDATES  # noqa: E402
 from papertrack.models.card import ModelCard  # noqa: E402
 from papertrack.models.hierarchy import LabelSpace  # noqa: E402
-from papertrack.serving.suggest import choose  # noqa: E402
+from papertrack.serving.batch.suggest import choose  # noqa: E402
 from papertrack.training.metrics import evaluate  # noqa: E402
 
 STRATEGIES = ("diverse", "uncertainty", "random")

@@ -33,22 +33,15 @@ def load(model_uri: str | None = None) -> Predictor:
     """The model at ``model_uri`` (an MLflow model URI; default the registered champion,
     ``models:/papertrack@champion``), from papertrack's store. Raises
     :class:`~papertrack.errors.NoModelError` saying what to do when there is none."""
-    from mlflow.exceptions import MlflowException
-
-    from papertrack import store
     from papertrack.errors import NoModelError
-    from papertrack.models.artifact import load_predictor
-    from papertrack.serving.labeler.backends import load_failure
+    from papertrack.serving.model_loader import load_model
 
     uri = model_uri or DEFAULT_MODEL
-    tracking_uri = store.configure()
     try:
-        predictor, _ = load_predictor(uri)
-    except MlflowException as exc:
+        predictor = load_model(uri).predictor
+    except NoModelError as exc:
         raise NoModelError(
-            load_failure(uri, tracking_uri, exc)
-            .replace("--model ", "model_uri=")
-            .replace("pass --model", "pass model_uri")
+            str(exc).replace("--model ", "model_uri=").replace("pass --model", "pass model_uri")
         ) from None
     return Predictor(predictor, uri)
 

@@ -23,7 +23,8 @@ from typer.core import TyperArgument, TyperGroup, TyperOption
 
 from papertrack import settings, tracking_server
 from papertrack.errors import NoModelError, PapertrackError
-from papertrack.serving import commands as serving_commands
+from papertrack.serving.batch import label_command, suggest_command
+from papertrack.serving.http import commands as http_commands
 from papertrack.training import commands as training_commands
 
 # Environment that keeps libraries quiet unless --verbose (read by the libraries when they start or at each call;
@@ -246,7 +247,9 @@ def _options(
 
 
 training_commands.add_commands(app)
-serving_commands.add_commands(app)
+http_commands.add_commands(app)
+label_command.add_commands(app)
+suggest_command.add_commands(app)
 tracking_server.add_commands(app)
 
 

@@ -15,7 +15,7 @@ from tests.test_hostile_label import ABSTRACT, FakeBackend, NoModel, flat
 
 @pytest.fixture()
 def fake_model(monkeypatch):
-    import papertrack.serving.labeler as labeler
+    import papertrack.serving.batch.labeler as labeler
 
     monkeypatch.setattr(labeler, "LocalBackend", FakeBackend)
 
@@ -114,7 +114,7 @@ def test_label_help_documents_the_exit_statuses():
 
 
 def test_bad_arguments_do_not_load_the_model(tmp_path, monkeypatch):
-    import papertrack.serving.labeler as labeler
+    import papertrack.serving.batch.labeler as labeler
 
     monkeypatch.setattr(labeler, "LocalBackend", NoModel)
     result = invoke("label", "-", "-o", str(tmp_path / "x.txt"), "--no-progress", input=lines(1))

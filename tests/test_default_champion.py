@@ -31,7 +31,7 @@ def test_the_default_champion_is_within_the_default_budget_and_in_the_default_sw
 def test_served_answer_equals_the_pyfunc_for_the_default_champion(labeled_subset, tmp_path, monkeypatch):
     from papertrack import store as mlstore
     from papertrack.models.artifact import load_predictor
-    from papertrack.serving import store
+    from papertrack.serving.http import bento_store as store
     from papertrack.training.sweep import run_sweep
 
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
@@ -42,7 +42,7 @@ def test_served_answer_equals_the_pyfunc_for_the_default_champion(labeled_subset
         with bentoml_home(tmp_path / "bentoml"):
             imported = store.import_champion()
             monkeypatch.setenv("PAPERTRACK_BENTO_MODEL", str(imported.tag))
-            from papertrack.serving.service import PaperTrack
+            from papertrack.serving.http.service import PaperTrack
 
             service = PaperTrack.inner()  # the service class itself, as BentoML's worker builds it
             assert service.predictor.card.candidate == result.winner.candidate.name

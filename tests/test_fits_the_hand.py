@@ -156,7 +156,7 @@ def test_neighbor_index_knows_its_training_abstracts():
 
 
 def test_label_says_when_labeled_input_is_training_data(tmp_path, monkeypatch):
-    import papertrack.serving.labeler as labeler
+    import papertrack.serving.batch.labeler as labeler
     from papertrack.cli import app
 
     monkeypatch.setattr(labeler, "LocalBackend", _fake_backend_with_index())
@@ -312,7 +312,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-PAGE_JS = Path(__file__).resolve().parents[1] / "serving" / "page" / "static" / "page.js"
+PAGE_JS = Path(__file__).resolve().parents[1] / "serving" / "http" / "page" / "static" / "page.js"
 
 
 @pytest.mark.slow
@@ -322,7 +322,7 @@ def test_the_page_csv_is_the_cli_csv():
     playwright_api = pytest.importorskip("playwright.sync_api")
     from papertrack.features.ingest import Record
     from papertrack.models.card import CONFIDENCE_FIELDS
-    from papertrack.serving.labeler.rows import RowFormat
+    from papertrack.serving.batch.labeler.rows import RowFormat
 
     def answer(probabilities, prediction_set, confident):
         names = ["Theory · Learning Theory", "Deep Learning · Theory", '=HYPERLINK("x")']
@@ -395,7 +395,7 @@ def test_the_page_csv_is_the_cli_csv():
 def test_bento_spec_is_the_bentofile_with_the_champions_requirements(tmp_path):
     import yaml
 
-    from papertrack.serving.commands import BENTO_SPEC, bento_spec, champion_requirements
+    from papertrack.serving.http.commands import BENTO_SPEC, bento_spec, champion_requirements
 
     repo = yaml.safe_load((Path(__file__).resolve().parents[1] / "bentofile.yaml").read_text())
     for key in ("service", "name", "labels", "description", "include", "envs"):
@@ -436,13 +436,13 @@ def test_build_works_from_an_installed_package_and_packs_the_champions_requireme
     import tarfile
     import zipfile
 
-    from papertrack.serving.commands import build_wheel
+    from papertrack.serving.http.commands import build_wheel
 
     repo = Path(__file__).resolve().parents[1]
     before = set(p.name for p in repo.iterdir())
     wheel = build_wheel(tmp_path / "wheel")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert "papertrack/serving/page/static/page.js" in names and "papertrack/features/labels.py" in names
+    assert "papertrack/serving/http/page/static/page.js" in names and "papertrack/features/labels.py" in names
     python = _fresh_venv_with_the_wheel(tmp_path, wheel)
     where = subprocess.run(
         [str(python), "-c", "import papertrack.serving as s; print(s.__file__)"],

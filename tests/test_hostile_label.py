@@ -54,14 +54,14 @@ class NoModel:
 
 @pytest.fixture()
 def fake_model(monkeypatch):
-    import papertrack.serving.labeler as labeler
+    import papertrack.serving.batch.labeler as labeler
 
     monkeypatch.setattr(labeler, "LocalBackend", FakeBackend)
 
 
 @pytest.fixture()
 def no_model(monkeypatch):
-    import papertrack.serving.labeler as labeler
+    import papertrack.serving.batch.labeler as labeler
 
     monkeypatch.setattr(labeler, "LocalBackend", NoModel)
 
@@ -94,9 +94,9 @@ def error_lines(output: str) -> list[str]:
 HOLDER = textwrap.dedent("""
     import contextlib, sys
     from pathlib import Path
-    from papertrack.serving.labeler.checkpoint import Paths, default_errors_path
+    from papertrack.serving.batch.labeler.checkpoint import Paths, default_errors_path
     try:
-        from papertrack.serving.labeler.run import claim_outputs
+        from papertrack.serving.batch.labeler.run import claim_outputs
     except ImportError:  # a papertrack without output locks: the run only has its unfinished files
         claim_outputs = lambda paths: contextlib.nullcontext()
     out = Path(sys.argv[1])
@@ -175,7 +175,7 @@ def test_label_output_equal_to_an_input_is_one_clear_error(tmp_path, no_model):
 
 
 def test_suggest_never_writes_over_its_input(tmp_path, monkeypatch):
-    import papertrack.serving.suggest_command as command
+    import papertrack.serving.batch.suggest_command as command
 
     monkeypatch.setattr(command, "load_model", NoModel)
     from papertrack.cli import app
@@ -237,7 +237,7 @@ def test_a_lone_surrogate_in_training_data_is_a_clear_fatal_error(tmp_path):
 
 
 def test_suggest_pool_reports_a_lone_surrogate_instead_of_crashing(tmp_path):
-    from papertrack.serving.suggest import read_pool
+    from papertrack.serving.batch.suggest import read_pool
 
     source = tmp_path / "s.jsonl"
     source.write_text("\n".join(SURROGATE_LINES) + "\n", encoding="utf-8")
@@ -270,7 +270,7 @@ def test_csv_output_cells_cannot_start_a_formula(tmp_path, fake_model):
 
 
 def test_spreadsheet_safe_prefixes_only_formula_starts():
-    from papertrack.serving.labeler.rows import spreadsheet_safe
+    from papertrack.serving.batch.labeler.rows import spreadsheet_safe
 
     assert [spreadsheet_safe(t) for t in ("=1", "+1", "-1", "@a", "\t1", "\r1", "a=1", "", "'=1")] == [
         "'=1",

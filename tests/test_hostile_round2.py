@@ -125,7 +125,7 @@ def test_label_on_a_gzip_bomb_writes_one_error_row(tmp_path, fake_model):
 
 
 def test_parse_dump_counts_decompressed_bytes():
-    from papertrack.serving.page import read_dump
+    from papertrack.serving.http.page import read_dump
 
     bomb = gzip.compress(good(1) + b'{"abstract": "' + b"q" * (120 << 20) + b'"}\n')
     assert len(bomb) < 1 << 20
@@ -221,7 +221,7 @@ def labeled_row(source: str, line: int, label: str) -> str:
 def test_a_drift_report_with_every_record_rejected_compares_nothing(tmp_path, fitted_profile):
     """It said "label JS 0.000" (reads as identical) and took the OOV share from the rejected text."""
     from papertrack.models.drift import summary_lines
-    from papertrack.serving.drift import output_drift
+    from papertrack.serving.batch.drift_report import output_drift
 
     dump = tmp_path / "d.jsonl"
     dump.write_text("".join(json.dumps({"abstract": "qwxz " * 5000}) + "\n" for _ in range(3)))
@@ -236,7 +236,7 @@ def test_a_drift_report_with_every_record_rejected_compares_nothing(tmp_path, fi
 
 
 def test_the_out_of_vocabulary_share_ignores_rejected_records(tmp_path, fitted_profile):
-    from papertrack.serving.drift import output_drift
+    from papertrack.serving.batch.drift_report import output_drift
 
     known = " ".join(sorted(term for term in fitted_profile.vocabulary if " " not in term)[:40])
     dump = tmp_path / "d.jsonl"

@@ -158,7 +158,7 @@ class FakeBackend:
 @PROPERTY
 @given(data=raw, name=st.sampled_from(NAMES), kind=st.sampled_from(["out.jsonl", "out.csv"]))
 def test_labeling_any_bytes_adds_up_or_fails_clearly(data, name, kind):
-    from papertrack.serving.labeler import LabelError, label_dumps
+    from papertrack.serving.batch.labeler import LabelError, label_dumps
 
     with tempfile.TemporaryDirectory() as tmp:
         path = write(Path(tmp), name, data)

@@ -24,7 +24,7 @@ PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
 
 @pytest.fixture(scope="module")
 def backend(trained):
-    from papertrack.serving.labeler import LocalBackend
+    from papertrack.serving.batch.labeler import LocalBackend
 
     return LocalBackend(trained["model_uri"])
 
@@ -181,7 +181,7 @@ def test_every_input_format_in_one_run(trained, data_dir, tmp_path):
 
 def test_labeling_streams_in_chunks(backend, tmp_path, monkeypatch):
     """Records are pulled from the reader one chunk at a time: memory does not grow with the dump."""
-    from papertrack.serving import labeler
+    from papertrack.serving.batch import labeler
 
     path = tmp_path / "many.jsonl"
     path.write_text(
@@ -214,7 +214,7 @@ def test_labeling_streams_in_chunks(backend, tmp_path, monkeypatch):
 
 
 def test_resume_after_a_crash_gives_the_same_bytes(dump, backend, tmp_path, monkeypatch):
-    from papertrack.serving import labeler
+    from papertrack.serving.batch import labeler
 
     clean = tmp_path / "clean.jsonl"
     labeler.label_dumps([dump], clean, backend, chunk_size=40)
@@ -249,7 +249,7 @@ def test_resume_after_a_crash_gives_the_same_bytes(dump, backend, tmp_path, monk
 
 
 def test_resume_after_kill_9_equals_a_clean_run(data_dir, backend, tmp_path):
-    from papertrack.serving import labeler
+    from papertrack.serving.batch import labeler
 
     source = data_dir / "ml_abstracts_unlabeled.jsonl.gz"
     if not source.exists():
@@ -295,7 +295,7 @@ def test_resume_after_kill_9_equals_a_clean_run(data_dir, backend, tmp_path):
 
 
 def test_resume_refuses_a_changed_input_or_options(dump, backend, tmp_path, monkeypatch):
-    from papertrack.serving import labeler
+    from papertrack.serving.batch import labeler
 
     copy = tmp_path / "copy.jsonl"
     copy.write_bytes(dump.read_bytes())
@@ -400,7 +400,7 @@ def test_duplicate_ids_are_counted_and_warned(tmp_path, backend):
 
 
 def test_over_long_abstract_is_an_error_row_locally_as_over_http(tmp_path, backend):
-    from papertrack.serving import labeler
+    from papertrack.serving.batch import labeler
 
     path = tmp_path / "long.jsonl"
     path.write_text(

@@ -162,7 +162,7 @@ def test_bentoml_serve_without_the_model_fails_fast(server_env, tmp_path):
             "-m",
             "bentoml",
             "serve",
-            "papertrack.serving.service:PaperTrack",
+            "papertrack.serving.http.service:PaperTrack",
             "--host",
             "127.0.0.1",
             "--port",

@@ -46,7 +46,7 @@ def bento_home(trained, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def imported(bento_home):
-    from papertrack.serving import store
+    from papertrack.serving.http import bento_store as store
 
     model = store.import_champion()
     os.environ[settings.BENTO_MODEL_ENV] = str(model.tag)
@@ -58,7 +58,7 @@ def client(imported):
     from prometheus_client import REGISTRY
     from starlette.testclient import TestClient
 
-    from papertrack.serving.service import PaperTrack
+    from papertrack.serving.http.service import PaperTrack
 
     # another test module may have built the app in this process: its request metrics are registered in the
     # process-wide Prometheus registry (single-process mode) and would be registered a second time
@@ -83,7 +83,7 @@ def pyfunc(trained):
 
 def test_import_champion_is_idempotent_and_keeps_mlflow_artifacts(imported, trained):
     from papertrack import store as mlstore
-    from papertrack.serving import store
+    from papertrack.serving.http import bento_store as store
 
     champion = store.find_champion()
     assert str(imported.tag) == champion.bento_tag == f"papertrack:v{champion.version}-{champion.run_id[:12]}"
@@ -102,7 +102,7 @@ def test_no_champion_fails_fast_with_a_hint(tmp_path, monkeypatch, trained):
 
     from papertrack import store as mlstore
     from papertrack.cli import app
-    from papertrack.serving import store
+    from papertrack.serving.http import bento_store as store
 
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "empty-home"))
     try:
@@ -117,7 +117,7 @@ def test_no_champion_fails_fast_with_a_hint(tmp_path, monkeypatch, trained):
 
 
 def test_service_without_its_model_in_the_store_fails_fast(imported, monkeypatch):
-    from papertrack.serving.service import PaperTrack
+    from papertrack.serving.http.service import PaperTrack
 
     monkeypatch.setenv(settings.BENTO_MODEL_ENV, "papertrack:v999-notthere")
     with pytest.raises(NoModelError, match="papertrack train"):
@@ -322,7 +322,7 @@ def test_guard_rejects_large_and_chunked_bodies():
     """The 413 path of the guard, with a small limit (the real one is 32 MiB)."""
     import asyncio
 
-    from papertrack.serving.guard import RequestGuard
+    from papertrack.serving.http.guard import RequestGuard
 
     async def app(scope, receive, send):
         body = b""
@@ -370,7 +370,7 @@ def test_bentofile_matches_the_package():
     from papertrack import __version__
 
     spec = yaml.safe_load((REPO / "bentofile.yaml").read_text())
-    assert spec["service"] == "papertrack.serving.service:PaperTrack"
+    assert spec["service"] == "papertrack.serving.http.service:PaperTrack"
     assert spec["python"]["wheels"] == [f"dist/papertrack-{__version__}-py3-none-any.whl"]
     assert spec["python"]["lock_packages"] is False
     assert all(not pattern.startswith(("papertrack", "serving", "*")) for pattern in spec["include"])
@@ -380,8 +380,8 @@ def test_bentofile_matches_the_package():
 def test_bentoml_build_packs_the_wheel_and_the_model(imported, bento_home, tmp_path):
     """`bentoml build` with the repo's bentofile.yaml (in a scratch build context), then the exported
     archive holds the papertrack wheel and the champion."""
-    from papertrack.serving.commands import build_wheel
-    from papertrack.serving.store import service_env
+    from papertrack.serving.http.commands import build_wheel
+    from papertrack.serving.http.bento_store import service_env
 
     context = tmp_path / "ctx"
     context.mkdir()
@@ -451,7 +451,7 @@ def test_only_allowed_hosts_and_same_origin_browser_calls(client):
 def test_allowed_hosts_setting():
     import asyncio
 
-    from papertrack.serving.origin import OriginGuard
+    from papertrack.serving.http.origin import OriginGuard
 
     async def app(scope, receive, send):
         await send({"type": "http.response.start", "status": 200, "headers": []})
@@ -518,7 +518,7 @@ def test_openapi_spec_matches_the_service(client, pyfunc):
 def test_keep_alive_clients_are_asked_to_reconnect_now_and_then():
     import asyncio
 
-    from papertrack.serving.balance import ConnectionRecycler
+    from papertrack.serving.http.balance import ConnectionRecycler
 
     async def app(scope, receive, send):
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"0")]})
@@ -546,7 +546,7 @@ def test_keep_alive_clients_are_asked_to_reconnect_now_and_then():
 
 
 def test_served_model_stores_no_request_embeddings_on_disk(monkeypatch):
-    from papertrack.serving.store import service_env
+    from papertrack.serving.http.bento_store import service_env
 
     monkeypatch.delenv(settings.EMBEDDING_CACHE_ENV, raising=False)
     assert service_env("papertrack:v1")[settings.EMBEDDING_CACHE_ENV] == "off"
@@ -556,7 +556,7 @@ def test_served_model_stores_no_request_embeddings_on_disk(monkeypatch):
 
 def test_drift_endpoint_answers_the_drift_report_of_the_batch(client, pyfunc):
     """POST /drift: the numbers `papertrack label` computes, for the batch sent."""
-    from papertrack.serving.drift import batch_report
+    from papertrack.serving.http.drift_api import batch_report
 
     abstracts = [
         "We propose a sparse attention mechanism for transformers that reduces the quadratic cost of attention.",

@@ -9,7 +9,7 @@ import pytest
 from scipy import sparse
 
 from papertrack.features.ingest import SUGGESTED_MARKER, iter_records, load_dataset
-from papertrack.serving.suggest import choose, read_pool, suggest, uncertainty, write_suggestions
+from papertrack.serving.batch.suggest import choose, read_pool, suggest, uncertainty, write_suggestions
 from tests.synthetic_corpus import TOPICS, fitted_predictor, paper
 
 

@@ -6,30 +6,18 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from papertrack import settings
-from papertrack.errors import NoModelError, UsageError
+from papertrack.errors import UsageError
 from papertrack.features.ingest import FORMATS
-
-err_console = Console(stderr=True)
+from papertrack.serving.command_output import note, say
 
 
 def load_model(model_uri: str):
     """The TrackPredictor behind ``model_uri``; NoModelError saying how to get one."""
-    from mlflow.exceptions import MlflowException
+    from papertrack.serving.model_loader import load_model as load
 
-    from papertrack import store
-    from papertrack.models.artifact import load_predictor
-    from papertrack.serving.labeler.backends import load_failure
-
-    tracking_uri = store.configure()
-    try:
-        predictor, _ = load_predictor(model_uri)
-    except MlflowException as exc:
-        raise NoModelError(load_failure(model_uri, tracking_uri, exc)) from None
-    return predictor
+    return load(model_uri).predictor
 
 
 def suggest(
@@ -59,7 +47,7 @@ def suggest(
 ) -> None:
     """Pick the abstracts whose labels would teach the model most; write them, pre-labeled with its guess, to edit."""
     from papertrack.features.stdin import expand_stdin
-    from papertrack.serving import suggest as s
+    from papertrack.serving.batch import suggest as s
 
     if strategy not in s.STRATEGIES:
         raise UsageError(f"--strategy must be one of {', '.join(s.STRATEGIES)}, got {strategy!r}")
@@ -69,7 +57,6 @@ def suggest(
     dumps = expand_stdin(dumps)
     s.check_output(output, dumps)  # never write over an input
     pool = s.read_pool(dumps, fmt)
-    note = lambda message: err_console.print(f"[yellow]note:[/] {escape(message)}", soft_wrap=True)  # noqa: E731
     if pool.bad:
         first = pool.bad[0]
         note(
@@ -86,12 +73,12 @@ def suggest(
     picks = s.suggest(predictor, pool.records, n, strategy, measure=measure, seed=seed, notice=note)
     s.write_suggestions(output, picks, strategy=strategy, model=predictor.card.short())
     mean = sum(p.uncertainty for p in picks) / len(picks)
-    print(
+    say(
         f"Picked {len(picks):,} of {len(pool.records):,} abstracts ({strategy}, mean {measure} uncertainty "
         f"{mean:.3f}) with {model} ({predictor.card.short()}) -> {output}"
     )
     if s.output_kind(output) == "text":
-        print(
+        say(
             f"Edit the label lines (delete a '# model-suggested:' line once its label is checked), then: "
             f"papertrack train --data <training data> --data {output}"
         )

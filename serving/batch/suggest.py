@@ -30,10 +30,10 @@ import numpy as np
 
 from papertrack.errors import UsageError
 from papertrack.features.ingest import SUGGESTED_FIELD, SUGGESTED_MARKER, BadRecord, Record, iter_records, make_id
+from papertrack.serving import output_kinds as kinds
 
 STRATEGIES = ("diverse", "uncertainty", "random")
 MEASURES = ("margin", "entropy")
-OUTPUT_KINDS = {".txt": "text", ".jsonl": "jsonl", ".csv": "csv"}
 POOL_FACTOR = 10  # diverse: MMR chooses among the POOL_FACTOR * n most uncertain
 DIVERSITY = 0.5  # diverse: λ, the weight of "unlike the picks so far" against uncertainty
 NEAR_DUPLICATE = 0.95  # diverse: a candidate this close (cosine) to a pick is taken only when nothing else is left
@@ -204,10 +204,9 @@ def pool_features(predictor, abstracts: Sequence[str], titles: Sequence[str | No
 
 
 def output_kind(path: Path) -> str:
-    kind = OUTPUT_KINDS.get(path.suffix.lower())
-    if kind is None:
-        raise UsageError(f"{path}: the output must end in .txt (labeled text dump), .jsonl or .csv")
-    return kind
+    return kinds.output_kind(
+        path, ("text", "jsonl", "csv"), "the output must end in .txt (labeled text dump), .jsonl or .csv", UsageError
+    )
 
 
 def _top3_text(tracks: list[dict]) -> str:
@@ -279,7 +278,7 @@ def render(suggestions: Sequence[Suggestion], kind: str, *, strategy: str, model
 def check_output(path: Path, inputs: Sequence[Path]) -> None:
     """UsageError when ``path`` (or its temporary file) is one of ``inputs`` or a folder: writing the picks
     would replace what they were picked from."""
-    from papertrack.serving.labeler.outputs import same_file
+    from papertrack.serving.batch.labeler.outputs import same_file
 
     if path.is_dir():
         raise UsageError(f"-o {path} is a folder; name a file in it, e.g. {path / 'to_label.txt'}")
@@ -299,7 +298,7 @@ def write_suggestions(path: Path, suggestions: Sequence[Suggestion], *, strategy
     """Write the picks to ``path`` (layout from its extension), atomically."""
     kind = output_kind(path)
     text = render(suggestions, kind, strategy=strategy, model=model, name=path.name)
-    from papertrack.serving.labeler.outputs import open_new
+    from papertrack.serving.batch.labeler.outputs import open_new
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _tmp_path(path)

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 from papertrack import registry, settings, store
 from papertrack.errors import NoModelError
+from papertrack.serving.model_loader import TRAIN_HINT
 
 BENTO_MODEL_NAME = "papertrack"
 DEFAULT_MODEL_TAG = f"{BENTO_MODEL_NAME}:latest"
 MLFLOW_MODEL_FOLDER = "mlflow_model"  # where bentoml.mlflow keeps the MLflow model inside a BentoML model
-TRAIN_HINT = "Run `papertrack train` to train and register a champion"
 
 
 def model_tag() -> str:

@@ -37,7 +37,7 @@ class Counters:
 
 
 def summary_lines(result) -> list[str]:
-    """The end-of-run report of a :class:`~papertrack.serving.labeler.run.LabelResult`."""
+    """The end-of-run report of a :class:`~papertrack.serving.batch.labeler.run.LabelResult`."""
     c = result.counters
     headers = (
         ""

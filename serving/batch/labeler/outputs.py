@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from papertrack.features.ingest import display_name
-from papertrack.serving.labeler.errors import LabelError
+from papertrack.serving.batch.labeler.errors import LabelError
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)

@@ -10,11 +10,11 @@ Modules, each owning one concern:
 * :mod:`.run` — ``label_dumps``: the loop that reads, labels in chunks, writes and checkpoints.
 """
 
-from papertrack.serving.labeler.backends import Backend, HttpBackend, LocalBackend
-from papertrack.serving.labeler.checkpoint import partial_path
-from papertrack.serving.labeler.errors import LabelError, ModelMissing
-from papertrack.serving.labeler.run import LabelResult, label_dumps
-from papertrack.serving.labeler.summary import Counters, summary_lines
+from papertrack.serving.batch.labeler.backends import Backend, HttpBackend, LocalBackend
+from papertrack.serving.batch.labeler.checkpoint import partial_path
+from papertrack.serving.batch.labeler.errors import LabelError, ModelMissing
+from papertrack.serving.batch.labeler.run import LabelResult, label_dumps
+from papertrack.serving.batch.labeler.summary import Counters, summary_lines
 
 __all__ = [
     "Backend",

@@ -20,7 +20,7 @@ from typing import Any
 
 from papertrack import __version__
 from papertrack.features.ingest import FORMATS
-from papertrack.serving.guard import respond
+from papertrack.serving.http.guard import respond
 
 SPEC_PATH = "/docs.json"
 CONTENT_PATTERN = r"[^\W_]"  # at least one letter or digit (what features.ingest.has_content checks)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from papertrack.models.explain import DEFAULT_TERMS, explain
 from papertrack.models.neighbors import DEFAULT_NEIGHBORS
-from papertrack.serving.schemas import ModelInfo, PaperResult, PredictRequest
+from papertrack.serving.http.schemas import ModelInfo, PaperResult, PredictRequest
 
 MAX_NEIGHBORS = 50
 MAX_TERMS = 50

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from papertrack import settings
-from papertrack.serving.guard import error_body, request_headers, respond
+from papertrack.serving.http.guard import error_body, request_headers, respond
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 # RFC 9110 Host = uri-host [ ":" port ]; names and IPv4 addresses, or an IPv6 address in brackets

@@ -14,13 +14,8 @@ from pydantic_core import PydanticCustomError
 
 from papertrack.features.ingest import has_content
 from papertrack.models.card import DEFAULT_TOP_K
+from papertrack.serving.limits import MAX_ABSTRACT_CHARS, MAX_BATCH, MAX_TITLE_CHARS
 
-MAX_ABSTRACT_CHARS = 20_000
-"""Longest abstract accepted (characters). Real abstracts are under 5,000."""
-MAX_TITLE_CHARS = 1_000
-"""Longest title accepted (characters)."""
-MAX_BATCH = 1_000
-"""Most papers in one ``/predict_batch`` request; send larger dumps in several requests or use ``papertrack label``."""
 MAX_TOP_K = 1_000
 """Static upper bound of ``top_k``; the real bound is the model's number of labels, checked per request."""
 

@@ -9,14 +9,13 @@ over HTTP through ``/predict_batch`` (which calls it) — so the rows do not dep
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from papertrack.features.ingest import Record
-from papertrack.serving.labeler.errors import LabelError, ModelMissing
-from papertrack.serving.schemas import MAX_ABSTRACT_CHARS, MAX_TITLE_CHARS
+from papertrack.serving.batch.labeler.errors import LabelError, ModelMissing
+from papertrack.serving.limits import MAX_ABSTRACT_CHARS, MAX_BATCH, MAX_TITLE_CHARS
 
 if TYPE_CHECKING:
     from papertrack.models.card import Answer
@@ -49,16 +48,9 @@ class LocalBackend:
     """The registered pyfunc's TrackPredictor, in this process."""
 
     def __init__(self, model_uri: str):
-        from mlflow.exceptions import MlflowException
+        from papertrack.serving.model_loader import load_model
 
-        from papertrack import store
-        from papertrack.models.artifact import load_predictor
-
-        tracking_uri = store.configure()
-        try:
-            self.predictor, _ = load_predictor(model_uri)
-        except MlflowException as exc:
-            raise ModelMissing(load_failure(model_uri, tracking_uri, exc)) from None
+        self.predictor = load_model(model_uri, error=ModelMissing).predictor
         self.labels = frozenset(self.predictor.space.labels)
         self.n_labels = self.predictor.space.n_labels
         card = self.predictor.card
@@ -87,10 +79,8 @@ class HttpBackend:
 
         import httpx
 
-        from papertrack.serving import schemas
-
         self.url = url.rstrip("/")
-        self.batch = min(batch, schemas.MAX_BATCH)
+        self.batch = min(batch, MAX_BATCH)
         self.retries = retries
         self.pool = ThreadPoolExecutor(max_workers=in_flight)  # requests in flight: keeps several workers busy
         self.client = httpx.Client(base_url=self.url, timeout=timeout)
@@ -162,41 +152,6 @@ class HttpBackend:
     def close(self) -> None:
         self.pool.shutdown(cancel_futures=True)
         self.client.close()
-
-
-def load_failure(model_uri: str, tracking_uri: str, exc: BaseException) -> str:
-    """Why ``model_uri`` cannot be loaded, in one line with the fix: for an alias that does not exist, the
-    aliases that do (from the registry); otherwise MLflow's first line and how to register a model."""
-    from papertrack.serving.store import TRAIN_HINT
-
-    match = re.fullmatch(r"models:/([^/@]+)@([^/]+)", model_uri.strip())
-    if match:
-        name, alias = match.groups()
-        aliases = registered_aliases(name)
-        if aliases and alias not in aliases:
-            listed = ", ".join(f"{a} (version {v})" for a, v in sorted(aliases.items()))
-            return (
-                f"model {name!r} has no alias {alias!r} in {tracking_uri}; its aliases: {listed}. Pass one, "
-                f"e.g. --model models:/{name}@{min(aliases)}, or register a new version with `papertrack train`"
-            )
-    return (
-        f"cannot load {model_uri} from {tracking_uri}: {_first_line(exc).rstrip('.')}. {TRAIN_HINT} (or pass --model)."
-    )
-
-
-def registered_aliases(name: str) -> dict[str, str]:
-    """The aliases of registered model ``name`` (alias -> version); empty when it is not registered."""
-    from mlflow import MlflowClient
-    from mlflow.exceptions import MlflowException
-
-    try:
-        return dict(MlflowClient().get_registered_model(name).aliases or {})
-    except MlflowException:
-        return {}
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def _error_text(response) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from papertrack.serving.guard import error_body
+from papertrack.serving.http.guard import error_body
 
 PAGE_PATHS = frozenset({"/", "/docs"})
 # The page and Swagger UI load their scripts and styles from this origin; Swagger UI's CSS draws its icons

@@ -3,7 +3,8 @@
 Computed after the run from the finished output (each row's top track, its probability and the top
 area) and the input abstracts (for the vocabulary share), so it covers resumed runs exactly and adds
 nothing to the labeling loop. The numbers are :func:`papertrack.models.drift.drift_report`'s; they are
-printed and written beside the output as ``OUT.drift.json``.
+printed and written beside the output as ``OUT.drift.json``. The service's ``POST /drift`` reports on one batch of
+papers with the same numbers (:mod:`papertrack.serving.http.drift_api`).
 """
 
 from __future__ import annotations
@@ -125,44 +126,3 @@ def report_run(
     path.write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     say(f"drift report: {path}")
     return report
-
-
-# --------------------------------------------------------------------------- the service's POST /drift
-
-
-def batch_report(predictor, abstracts: Sequence[str], titles: Sequence[str | None]) -> dict:
-    """The drift report of one batch of papers (``POST /drift``): the same numbers as ``papertrack label``'s.
-    ``NoProfile`` when the model carries no training profile."""
-    profile = getattr(predictor, "training_profile", None)
-    if profile is None:
-        raise NoProfile(
-            "the served model carries no training profile (trained before drift reports existed); "
-            "retrain it with `papertrack train` to get drift reports"
-        )
-    stats = DumpStats.for_profile(profile)
-    answers = predictor.predict(abstracts, titles, 1)
-    texts = [model_text(a, t, predictor.use_title) for a, t in zip(abstracts, titles)]
-    stats.add_answers(profile, answers, texts)
-    return drift_report(stats, profile)
-
-
-class NoProfile(Exception):
-    """The model has no training profile to compare a dump with."""
-
-
-def request_schema():
-    """Body of ``POST /drift``: ``{"papers": [{"abstract": ..., "title": ...}, ...]}`` (as /predict_batch)."""
-    from typing import Annotated
-
-    from pydantic import BaseModel, ConfigDict, Field
-
-    from papertrack.serving import schemas
-
-    class DriftRequest(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-        papers: Annotated[
-            list[schemas.Paper],
-            Field(min_length=1, max_length=schemas.MAX_BATCH, description=f"1 to {schemas.MAX_BATCH:,} papers."),
-        ]
-
-    return DriftRequest

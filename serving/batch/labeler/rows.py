@@ -17,7 +17,6 @@ from typing import Any
 
 from papertrack.features.ingest import BadRecord, Record
 
-OUTPUT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
 RANKED_KEYS = ("tracks", "areas")  # the answer fields a row reshapes; every other field is copied
 
 

@@ -3,10 +3,10 @@
 Endpoints: ``POST /predict``, ``POST /predict_batch``, ``POST /drift``, ``GET /metadata``, plus BentoML's ``/healthz``,
 ``/livez``, ``/readyz``, ``/metrics`` (Prometheus); ``POST /explain`` (the terms behind each track and the nearest
 labeled papers); the page for people at ``GET /`` and the OpenAPI page at ``/docs`` (spec at ``/docs.json``),
-see :mod:`papertrack.serving.page`.
+see :mod:`papertrack.serving.http.page`.
 
 Run it with ``papertrack serve`` (imports the current champion, then ``bentoml serve`` on 127.0.0.1), or
-directly with ``bentoml serve papertrack.serving.service:PaperTrack --host 127.0.0.1`` once a model is in
+directly with ``bentoml serve papertrack.serving.http.service:PaperTrack --host 127.0.0.1`` once a model is in
 the BentoML store (``bentoml serve`` alone binds every interface).
 
 Answers come from :meth:`TrackPredictor.predict` of the loaded
@@ -20,7 +20,7 @@ In front of the endpoints (outermost first): :class:`~.balance.ConnectionRecycle
 spread over workers), :class:`~.responses.ResponsePolicy` (JSON 404/405; CSP and frame headers on the
 pages), :class:`~.origin.OriginGuard` (Host and Origin checks), :class:`~.openapi.SpecRoute`
 (the corrected OpenAPI spec) and :class:`~.guard.RequestGuard` (Content-Type, size, 400 messages).
-Metrics label unknown paths as one endpoint (:mod:`.metrics`); the service never writes request
+Metrics label unknown paths as one endpoint (:mod:`.request_metrics`); the service never writes request
 abstracts to the embedding cache on disk (``papertrack serve``/``build`` set ``PAPERTRACK_EMBEDDING_CACHE=off``
 unless it is set explicitly; the embedder's in-memory cache is bounded).
 """
@@ -45,13 +45,13 @@ from threadpoolctl import threadpool_limits
 
 from papertrack import settings
 from papertrack.errors import NoModelError
-from papertrack.serving import explain_api, metrics, page, schemas, store
-from papertrack.serving.balance import ConnectionRecycler
-from papertrack.serving.drift import request_schema as drift_request_schema
-from papertrack.serving.guard import RequestGuard, error_body
-from papertrack.serving.openapi import SpecRoute
-from papertrack.serving.origin import OriginGuard
-from papertrack.serving.responses import ResponsePolicy
+from papertrack.serving.http import bento_store, explain_api, page, request_metrics, schemas
+from papertrack.serving.http.balance import ConnectionRecycler
+from papertrack.serving.http.drift_api import request_schema as drift_request_schema
+from papertrack.serving.http.guard import RequestGuard, error_body
+from papertrack.serving.http.openapi import SpecRoute
+from papertrack.serving.http.origin import OriginGuard
+from papertrack.serving.http.responses import ResponsePolicy
 
 logger = logging.getLogger("bentoml.papertrack")  # under "bentoml": shown in the server log
 INLINE_MAX_MS = 3.0  # a model predicting one abstract faster than this answers /predict in the event loop
@@ -94,12 +94,12 @@ class LocalBentoModel(BentoModel):
 
     def resolve(self, base_path=None):
         if self.stored is None:
-            raise ModelNotInStore(store.missing_message(str(self.tag)))
+            raise ModelNotInStore(bento_store.missing_message(str(self.tag)))
         return super().resolve(base_path)
 
     def to_info(self, alias=None):
         if self.stored is None:
-            raise ModelNotInStore(store.missing_message(str(self.tag)))
+            raise ModelNotInStore(bento_store.missing_message(str(self.tag)))
         return super().to_info(alias)
 
 
@@ -123,7 +123,7 @@ page.install(metadata_app)  # GET / (the page), GET /docs (OpenAPI page), POST /
 class PaperTrack:
     """Classify ML paper abstracts into conference tracks ("Area · Subarea")."""
 
-    bento_model = LocalBentoModel(store.model_tag())
+    bento_model = LocalBentoModel(bento_store.model_tag())
 
     def __init__(self) -> None:
         from papertrack.models.artifact import load_predictor
@@ -132,8 +132,8 @@ class PaperTrack:
         # Looked up in the local store only (the BentoModel descriptor would try BentoCloud): a missing model
         # fails fast, saying what to do.
         tag = _bento_model_tag() or settings.current().bento_model or str(type(self).bento_model.tag)
-        self.stored = stored = store.stored_model(tag)
-        self.predictor, _ = load_predictor(stored.path_of(store.MLFLOW_MODEL_FOLDER))
+        self.stored = stored = bento_store.stored_model(tag)
+        self.predictor, _ = load_predictor(stored.path_of(bento_store.MLFLOW_MODEL_FOLDER))
         meta = dict(stored.info.metadata or {})
         card = self.predictor.card
         self.model_info = schemas.ModelInfo(
@@ -223,7 +223,7 @@ class PaperTrack:
     @bentoml.api(route="/drift", input_spec=drift_request_schema())
     def drift(self, papers: list[schemas.Paper]):
         """How this batch differs from the training data: the drift report of `papertrack label`, as JSON."""
-        from papertrack.serving.drift import NoProfile, batch_report
+        from papertrack.serving.http.drift_api import NoProfile, batch_report
 
         try:
             report = batch_report(self.predictor, [p.abstract for p in papers], [p.title for p in papers])
@@ -265,7 +265,7 @@ def _api_routes() -> list[str]:
     return [api.route for api in PaperTrack.apis.values()]
 
 
-metrics.install(_api_routes)
+request_metrics.install(_api_routes)
 # added outermost first (BentoML wraps them in this order)
 PaperTrack.add_asgi_middleware(ConnectionRecycler)
 PaperTrack.add_asgi_middleware(ResponsePolicy)

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from papertrack.features.ingest import IngestError
-from papertrack.serving.labeler import outputs
-from papertrack.serving.labeler.errors import LabelError
-from papertrack.serving.labeler.summary import Counters
+from papertrack.serving.batch.labeler import outputs
+from papertrack.serving.batch.labeler.errors import LabelError
+from papertrack.serving.batch.labeler.summary import Counters
 
 VERSION = 1
 # settings a resumed run must share with the interrupted one, and how a message names each

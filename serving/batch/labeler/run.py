@@ -21,11 +21,12 @@ from typing import Any
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, detect_format, iter_records, open_input
 from papertrack.models.card import CONFIDENCE_FIELDS
-from papertrack.serving.labeler import checkpoint, outputs
-from papertrack.serving.labeler.checkpoint import Paths, default_errors_path, fingerprint
-from papertrack.serving.labeler.errors import LabelError
-from papertrack.serving.labeler.rows import OUTPUT_FORMATS, RowFormat, error_rows
-from papertrack.serving.labeler.summary import SUMMARY_K, Counters
+from papertrack.serving import output_kinds as kinds
+from papertrack.serving.batch.labeler import checkpoint, outputs
+from papertrack.serving.batch.labeler.checkpoint import Paths, default_errors_path, fingerprint
+from papertrack.serving.batch.labeler.errors import LabelError
+from papertrack.serving.batch.labeler.rows import RowFormat, error_rows
+from papertrack.serving.batch.labeler.summary import SUMMARY_K, Counters
 
 DEFAULT_CHUNK = 2_000
 
@@ -47,10 +48,7 @@ class LabelResult:
 
 
 def output_kind(output: Path) -> str:
-    kind = OUTPUT_FORMATS.get(output.suffix.lower())
-    if kind is None:
-        raise LabelError(f"{output}: the output must end in .jsonl or .csv")
-    return kind
+    return kinds.output_kind(output, ("jsonl", "csv"), "the output must end in .jsonl or .csv", LabelError)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""``python -m papertrack.serving.launch serve ...``: the ``bentoml`` command line, with a Prometheus
+"""``python -m papertrack.serving.http.launch serve ...``: the ``bentoml`` command line, with a Prometheus
 multiprocess folder of this server's own.
 
 BentoML keeps the metrics files of every worker in ``$BENTOML_HOME/prometheus_multiproc_dir`` and

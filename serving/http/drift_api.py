@@ -1,0 +1,47 @@
+"""``POST /drift``: the drift report of one batch of papers — the numbers of ``papertrack label``'s report
+(:func:`papertrack.models.drift.drift_report`), computed from the batch's answers instead of a labeled file."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from papertrack.errors import PapertrackError
+from papertrack.features.text import model_text
+from papertrack.models.drift import DumpStats, drift_report
+from papertrack.serving.http import schemas
+
+
+def batch_report(predictor, abstracts: Sequence[str], titles: Sequence[str | None]) -> dict:
+    """The drift report of one batch of papers (``POST /drift``): the same numbers as ``papertrack label``'s.
+    ``NoProfile`` when the model carries no training profile."""
+    profile = getattr(predictor, "training_profile", None)
+    if profile is None:
+        raise NoProfile(
+            "the served model carries no training profile (trained before drift reports existed); "
+            "retrain it with `papertrack train` to get drift reports"
+        )
+    stats = DumpStats.for_profile(profile)
+    answers = predictor.predict(abstracts, titles, 1)
+    texts = [model_text(a, t, predictor.use_title) for a, t in zip(abstracts, titles)]
+    stats.add_answers(profile, answers, texts)
+    return drift_report(stats, profile)
+
+
+class NoProfile(PapertrackError):
+    """The model has no training profile to compare a dump with."""
+
+
+def request_schema():
+    """Body of ``POST /drift``: ``{"papers": [{"abstract": ..., "title": ...}, ...]}`` (as /predict_batch)."""
+    from typing import Annotated
+
+    from pydantic import BaseModel, ConfigDict, Field
+
+    class DriftRequest(BaseModel):
+        model_config = ConfigDict(strict=True, extra="forbid")
+        papers: Annotated[
+            list[schemas.Paper],
+            Field(min_length=1, max_length=schemas.MAX_BATCH, description=f"1 to {schemas.MAX_BATCH:,} papers."),
+        ]
+
+    return DriftRequest
