@@ -60,7 +60,7 @@ def serve(
             f"in {settings.ALLOWED_HOSTS_ENV} (comma-separated), else they get 421. Anyone who can reach "
             f"the port can use the service: there is no authentication."
         )
-    # through serving.launch: this server gets a Prometheus folder of its own (BentoML's is shared per BENTOML_HOME)
+    # through serving.http.launch: this server gets a Prometheus folder of its own (BentoML's: one per BENTOML_HOME)
     command = [
         sys.executable,
         "-m",

@@ -7,7 +7,8 @@ Modules, each owning one concern:
 * :mod:`.rows` — the output rows, built from the model's ``Answer`` (JSONL/CSV, error rows);
 * :mod:`.checkpoint` — ``OUT.partial``, the checkpoint, ``--resume`` and the final rename;
 * :mod:`.summary` — what a run counts and the end-of-run summary;
-* :mod:`.run` — ``label_dumps``: the loop that reads, labels in chunks, writes and checkpoints.
+* :mod:`.run` — ``label_dumps``: the local engine, the loop that reads, labels in chunks, writes and checkpoints;
+* :mod:`.spark` — ``label_with_spark``: the Spark engine, the same rows from a Spark job.
 """
 
 from papertrack.serving.batch.labeler.backends import Backend, HttpBackend, LocalBackend
