@@ -102,11 +102,12 @@ def report_run(
     inputs: Sequence[Path],
     *,
     fmt: str | None = None,
-    say: Callable[[str], None] = print,
-    note: Callable[[str], None] = print,
+    say: Callable[[str], None],
+    note: Callable[[str], None],
 ) -> dict | None:
-    """Print the drift report of a finished run and write it to ``OUT.drift.json``; None (with a note)
-    when the model carries no training profile (trained before drift reports, or labeling via --url)."""
+    """Report the drift of a finished run (its lines through ``say``, the command's console) and write it to
+    ``OUT.drift.json``; None (with a ``note``) when the model carries no training profile (trained before drift
+    reports, or labeling via --url)."""
     profile = getattr(predictor, "training_profile", None) if predictor is not None else None
     if profile is None:
         why = (
