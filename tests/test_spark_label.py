@@ -213,7 +213,8 @@ def test_bad_input_is_one_clear_line_and_no_output(case, trained, inputs, tmp_pa
         (tmp_path / "empty.jsonl").write_text("")
         dump, expected = str(tmp_path / "empty.jsonl"), "file is empty"
     elif case == "missing-model":
-        model, expected = "models:/papertrack@nobody", "cannot load models:/papertrack@nobody"
+        # the local engine's message (one model loader): the aliases that exist
+        model, expected = "models:/papertrack@nobody", "has no alias 'nobody'"
     elif case == "csv-output":
         out, expected = tmp_path / "out.csv", "*.jsonl or *.parquet"
     result = run_cli(dump, "-o", str(out), "--engine", "spark", "--master", MASTER, "--model", model)
