@@ -30,7 +30,7 @@ import numpy as np
 
 from papertrack.errors import UsageError
 from papertrack.features.ingest import SUGGESTED_FIELD, SUGGESTED_MARKER, BadRecord, Record, iter_records, make_id
-from papertrack.serving import output_kinds as kinds
+from papertrack.serving.batch.labeler import outputs
 
 STRATEGIES = ("diverse", "uncertainty", "random")
 MEASURES = ("margin", "entropy")
@@ -204,7 +204,7 @@ def pool_features(predictor, abstracts: Sequence[str], titles: Sequence[str | No
 
 
 def output_kind(path: Path) -> str:
-    return kinds.output_kind(
+    return outputs.output_kind(
         path, ("text", "jsonl", "csv"), "the output must end in .txt (labeled text dump), .jsonl or .csv", UsageError
     )
 

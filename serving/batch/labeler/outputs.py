@@ -1,5 +1,7 @@
 """The files a labeling run writes, checked and claimed before anything is loaded or written.
 
+* :func:`output_kind` — the one output-kind rule of batch work (the local and Spark engines, suggest): a file's
+  kind is read from its extension (:data:`KINDS`); each writer names the kinds it writes and the fix;
 * :func:`check_outputs` — the output and errors file are not folders, not inputs, and their folder is
   writable: one ``error:`` line up front instead of a failure after the model loaded (or after labeling).
 * :func:`claim` — one writer per output: an exclusive ``flock`` on ``OUT.lock`` and ``ERRORS.lock``
@@ -16,15 +18,26 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
+from papertrack.errors import PapertrackError
 from papertrack.features.ingest import display_name
 from papertrack.serving.batch.labeler.errors import LabelError
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _held: dict[str, tuple[int, int]] = {}  # lock file -> (fd, how many claims of this process hold it)
+KINDS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
+
+
+def output_kind(path: Path, accepted: Collection[str], fix: str, error: type[PapertrackError]) -> str:
+    """The kind of the output ``path`` ("jsonl", "csv", "parquet" or "text") when it is one of ``accepted``; else
+    ``error("<path>: <fix>")``."""
+    kind = KINDS.get(path.suffix.lower())
+    if kind is None or kind not in accepted:
+        raise error(f"{path}: {fix}")
+    return kind
 
 
 def lock_path(path: Path) -> Path:

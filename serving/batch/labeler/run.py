@@ -21,7 +21,6 @@ from typing import Any
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, detect_format, iter_records, open_input
 from papertrack.models.card import CONFIDENCE_FIELDS
-from papertrack.serving import output_kinds as kinds
 from papertrack.serving.batch.labeler import checkpoint, outputs
 from papertrack.serving.batch.labeler.checkpoint import Paths, default_errors_path, fingerprint
 from papertrack.serving.batch.labeler.errors import LabelError
@@ -48,7 +47,7 @@ class LabelResult:
 
 
 def output_kind(output: Path) -> str:
-    return kinds.output_kind(output, ("jsonl", "csv"), "the output must end in .jsonl or .csv", LabelError)
+    return outputs.output_kind(output, ("jsonl", "csv"), "the output must end in .jsonl or .csv", LabelError)
 
 
 @dataclass

@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from papertrack.errors import PapertrackError, UsageError
-from papertrack.serving import output_kinds
+from papertrack.serving.batch.labeler import outputs
 from papertrack.serving.batch.labeler.checkpoint import Paths, partial_path
 from papertrack.serving.batch.labeler.errors import LabelError, ModelMissing
 from papertrack.serving.batch.labeler.run import LabelResult
@@ -63,7 +63,7 @@ class SparkLabelResult(LabelResult):
 
 
 def output_kind(output: Path) -> str:
-    return output_kinds.output_kind(
+    return outputs.output_kind(
         output,
         ("jsonl", "parquet"),
         "with --engine spark the output is a folder of partitions named *.jsonl or *.parquet",
