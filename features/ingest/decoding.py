@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import codecs
 import gzip
+import io
 import shlex
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import closing, contextmanager
 from os import PathLike
 from pathlib import Path
-from typing import BinaryIO
 
 from papertrack.features.ingest.limits import InputLimits, limits, size_text
 from papertrack.features.ingest.records import STDIN_NAME, IngestError, display_name
@@ -43,7 +43,7 @@ def _check_file(path: str | PathLike) -> None:
 
 
 @contextmanager
-def open_input(path: str | PathLike) -> Iterator[BinaryIO]:
+def open_input(path: str | PathLike) -> Iterator[_Counted]:
     """The bytes of an input file, decompressed when it is gzip (recognised by its magic bytes).
 
     Raises ``IngestError`` for a missing file, a directory or a file that cannot be opened; reading a
@@ -63,7 +63,7 @@ def open_input(path: str | PathLike) -> Iterator[BinaryIO]:
 class _Counted:
     """A byte stream that raises ``IngestError`` once more than ``cap`` bytes (decompressed) were read from it."""
 
-    def __init__(self, stream: BinaryIO, path: str | PathLike, cap: int):
+    def __init__(self, stream: io.BufferedIOBase, path: str | PathLike, cap: int):
         self.stream, self.path, self.cap, self.count = stream, path, cap, 0
 
     def _counted(self, data: bytes) -> bytes:
@@ -97,7 +97,7 @@ class LongLine(str):
         return self
 
 
-def read_lines(path: str | PathLike) -> Iterator[tuple[int, str]]:
+def read_lines(path: str | PathLike) -> Generator[tuple[int, str], None, None]:
     """Yield ``(line_number, text)`` for each line, without its line ending (LF or CRLF).
 
     The file is opened with :func:`open_input` (gzip or not), a leading UTF-8 BOM is dropped, and each

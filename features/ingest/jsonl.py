@@ -46,10 +46,10 @@ def json_line_record(
     """
     if isinstance(data, bytes):
         try:
-            data = decode_line(source, line, data.removeprefix(UTF8_BOM) if line == 1 else data)
+            text = decode_line(source, line, data.removeprefix(UTF8_BOM) if line == 1 else data)
         except IngestError as exc:
             return BadRecord(source, line, exc.message)
-        data = data.rstrip("\r\n")
+        data = text.rstrip("\r\n")
     if not data.strip():
         return None
     try:

@@ -42,7 +42,9 @@ def iter_blocks(lines: Iterable[tuple[int, str]], comments: bool = False) -> Ite
     its ``too_long`` is its size.
     """
     cap = limits().max_record
-    start, parts, notes, size, count = 0, [], [], 0, 0
+    parts: list[str] = []
+    notes: list[str] = []
+    start, size, count = 0, 0, 0
     for lineno, text in lines:
         if comments and _COMMENT_LINE.match(text):
             if len(notes) < 100:

@@ -44,7 +44,7 @@ def read_text_labeled(path: str | PathLike, labeled: bool | None) -> Iterator[Re
 
 def _take_until_label(blocks: Iterator[Block]) -> tuple[list[Block], Block | None]:
     """The blocks up to the next label line, and that label line (None at the end)."""
-    body = []
+    body: list[Block] = []
     for block in blocks:
         if is_label_line(block):
             return body, block
