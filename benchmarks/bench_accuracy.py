@@ -41,11 +41,11 @@ from pathlib import Path
 import numpy as np
 from shared_data import DATA, UNLABELED
 
-from papertrack.features.ingest import load_dataset
 from papertrack.features.text import tfidf
 from papertrack.models.catalogue import CANDIDATES, default_sweep
 from papertrack.training.cv import fold_indices
 from papertrack.training.data import TrainingSet
+from papertrack.training.dataset import load_dataset
 from papertrack.training.ensemble import nested_cv
 from papertrack.training.evaluation import evaluate_candidates
 from papertrack.training.metrics import evaluate

@@ -29,12 +29,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 from shared_data import DATA  # noqa: E402
 
-from papertrack.features.ingest import load_dataset  # noqa: E402
 from papertrack.models.artifact import TrackPredictor  # noqa: E402
 from papertrack.models.candidates import CANDIDATES  # noqa: E402
 from papertrack.models.card import ModelCard  # noqa: E402
 from papertrack.models.hierarchy import LabelSpace  # noqa: E402
 from papertrack.serving.batch.suggest import choose  # noqa: E402
+from papertrack.training.dataset import load_dataset  # noqa: E402
 from papertrack.training.metrics import evaluate  # noqa: E402
 
 STRATEGIES = ("diverse", "uncertainty", "random")

@@ -209,12 +209,12 @@ def cmd_static(args) -> None:
     from sklearn.base import BaseEstimator, TransformerMixin
     from sklearn.linear_model import LogisticRegression
 
-    from papertrack.features.ingest import load_dataset
     from papertrack.models.catalogue import CANDIDATES
     from papertrack.models.embedding_candidates import SoftKNN
     from papertrack.models.estimators import TextClassifier
     from papertrack.training.cv import cross_validate, fold_indices
     from papertrack.training.data import TrainingSet
+    from papertrack.training.dataset import load_dataset
     from papertrack.training.ensemble import nested_cv
     from papertrack.training.metrics import evaluate
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from papertrack import settings
-from papertrack.features.ingest import load_dataset
 from papertrack.models.catalogue import CANDIDATES
 from papertrack.models.ensemble import ensemble_of
 from papertrack.training.champion import paired_bootstrap
 from papertrack.training.cv import fold_indices
 from papertrack.training.data import TrainingSet, default_data_paths, temporal_direction
+from papertrack.training.dataset import load_dataset
 from papertrack.training.evaluation import evaluate_candidates
 from papertrack.training.renames import RenameMap
 

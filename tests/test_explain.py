@@ -175,7 +175,7 @@ def test_the_trained_artifact_carries_a_compact_neighbour_index(trained):
     store.configure()
     predictor, _ = load_predictor(trained["model_uri"])
     records = [json.loads(line) for line in open(trained["data"], encoding="utf-8")]
-    from papertrack.features.ingest import load_dataset
+    from papertrack.training.dataset import load_dataset
 
     assert len(predictor.neighbors) == len(load_dataset([trained["data"]])[0])  # every kept record (1 duplicate)
     found = predictor.neighbors.query(records[3]["abstract"], k=1)[0]

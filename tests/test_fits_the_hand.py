@@ -105,7 +105,7 @@ def test_nearest_known_label():
 
 def test_a_subarea_typo_is_reported_once_with_the_nearest_track(tmp_path, caplog):
     from papertrack.features import labels
-    from papertrack.features.ingest import load_dataset
+    from papertrack.training.dataset import load_dataset
 
     labels._warned.discard(("Theory", "Learning Theroy"))
     data = tmp_path / "typo.jsonl"

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from papertrack.features.ingest import IngestError, Record, iter_records, load_dataset
+from papertrack.features.ingest import IngestError, Record, iter_records
+from papertrack.training.dataset import load_dataset
 
 ABSTRACT = "We study graph neural networks and message passing for molecules, with a new benchmark."
 

@@ -299,8 +299,8 @@ def test_train_with_a_label_per_record_is_refused_up_front(tmp_path):
 
 def test_a_label_count_that_does_not_fit_in_memory_is_refused_naming_the_fix(tmp_path):
     from papertrack.errors import UsageError
-    from papertrack.features.ingest import load_dataset
     from papertrack.training import preflight
+    from papertrack.training.dataset import load_dataset
 
     records, _ = load_dataset(many_labels(tmp_path, 3000, 300))
     preflight.check(records, ["d.jsonl"], jobs=2, available=64 << 30)

@@ -13,15 +13,14 @@ from papertrack.features.ingest import (
     FORMATS,
     BadRecord,
     IngestError,
-    LoadSummary,
     Record,
     abstract_key,
     detect_format,
     iter_records,
-    load_dataset,
     make_id,
 )
 from papertrack.features.labels import AREA_SEPARATOR, KNOWN_AREAS, format_label, normalise_label
+from papertrack.training.dataset import LoadSummary, load_dataset
 
 
 def records_of(*args, **kwargs):

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from papertrack.features.ingest import BadRecord, IngestError, Record, iter_records, load_dataset
+from papertrack.features.ingest import BadRecord, IngestError, Record, iter_records
+from papertrack.training.dataset import load_dataset
 
 PROPERTY = settings(
     max_examples=150,

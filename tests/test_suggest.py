@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from papertrack.features.ingest import SUGGESTED_MARKER, iter_records, load_dataset
+from papertrack.features.ingest import SUGGESTED_MARKER, iter_records
 from papertrack.serving.batch.suggest import choose, read_pool, suggest, uncertainty, write_suggestions
+from papertrack.training.dataset import load_dataset
 from tests.synthetic_corpus import TOPICS, fitted_predictor, paper
 
 

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from papertrack import registry, store
-from papertrack.features.ingest import load_dataset
 from papertrack.registry import PRIMARY_METRIC, TEMPORAL_PRIMARY_METRIC
+from papertrack.training.dataset import load_dataset
 from papertrack.training.leaderboard import leaderboard
 from papertrack.training.sweep import run_sweep
 

@@ -25,7 +25,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from papertrack import __version__, registry, store
 from papertrack.errors import UsageError
-from papertrack.features.ingest import load_dataset
 from papertrack.models.artifact import PREDICTOR_FILE, PaperTrackModel, TrackPredictor, signature
 from papertrack.models.candidates import Candidate
 from papertrack.models.card import ModelCard
@@ -44,6 +43,7 @@ from papertrack.training.data import (
     shift_directions,
     temporal_direction,
 )
+from papertrack.training.dataset import load_dataset
 from papertrack.training.evaluation import (
     SHIFT_METRICS,
     CandidateResult,

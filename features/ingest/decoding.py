@@ -1,0 +1,216 @@
+"""The bytes and text of an input file: gzip recognised by its magic bytes, the decompressed size capped
+(``InputLimits.max_bytes``), a UTF-8 BOM dropped, UTF-16/UTF-32 refused with the command that converts it,
+UTF-8 checked line by line (a bad byte is named with its line and column), over-long lines skipped in blocks.
+
+Every function here raises ``IngestError`` for a problem with the whole file.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import io
+import shlex
+import zlib
+from collections.abc import Generator, Iterator
+from contextlib import closing, contextmanager
+from os import PathLike
+from pathlib import Path
+
+from papertrack.features.ingest.limits import InputLimits, limits, size_text
+from papertrack.features.ingest.records import STDIN_NAME, IngestError, display_name
+
+_GZIP_MAGIC = b"\x1f\x8b"
+UTF8_BOM = b"\xef\xbb\xbf"
+# byte-order marks of the encodings people save "Unicode text" in (UTF-32 first: its LE mark starts like UTF-16's)
+_WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
+HEAD_CHARS = 64 * 1024  # how much text format detection looks at
+_BLOCK = 1 << 16  # bytes read at a time when streaming a file in blocks (a JSON array, an over-long line)
+
+
+def _check_file(path: str | PathLike) -> None:
+    """Raise ``IngestError`` unless ``path`` is an existing regular file."""
+    p = Path(path)
+    if not p.exists():
+        raise IngestError(path, None, "file not found")
+    if not p.is_file():
+        raise IngestError(path, None, "not a regular file")
+
+
+@contextmanager
+def open_input(path: str | PathLike) -> Iterator[_Counted]:
+    """The bytes of an input file, decompressed when it is gzip (recognised by its magic bytes).
+
+    Raises ``IngestError`` for a missing file, a directory or a file that cannot be opened; reading a
+    broken gzip stream raises ``OSError``/``EOFError``/``zlib.error``, which callers report with a line.
+    """
+    _check_file(path)
+    try:
+        raw = open(path, "rb")
+    except OSError as exc:
+        raise IngestError(path, None, f"cannot open file: {exc.strerror}") from None
+    with raw:
+        is_gzip = raw.read(2) == _GZIP_MAGIC
+        raw.seek(0)
+        yield _Counted(gzip.GzipFile(fileobj=raw) if is_gzip else raw, path, limits().max_bytes)
+
+
+class _Counted:
+    """A byte stream that raises ``IngestError`` once more than ``cap`` bytes (decompressed) were read from it."""
+
+    def __init__(self, stream: io.BufferedIOBase, path: str | PathLike, cap: int):
+        self.stream, self.path, self.cap, self.count = stream, path, cap, 0
+
+    def _counted(self, data: bytes) -> bytes:
+        self.count += len(data)
+        if self.count > self.cap:
+            hint = " (or set PAPERTRACK_MAX_INPUT_BYTES)" if self.cap == InputLimits().max_bytes else ""
+            raise IngestError(
+                self.path, None, f"more than {size_text(self.cap)} of text (once decompressed); split the file{hint}"
+            )
+        return data
+
+    def read(self, size: int = -1) -> bytes:
+        return self._counted(self.stream.read(size))
+
+    def readline(self, size: int = -1) -> bytes:
+        return self._counted(self.stream.readline(size))
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.readline, b"")
+
+
+class LongLine(str):
+    """A line over ``max_line`` bytes: its first characters only (enough to detect the layout); ``size`` is the
+    line's length in bytes (its end was read and dropped without being kept)."""
+
+    size: int
+
+    def __new__(cls, head: str, size: int) -> LongLine:
+        self = super().__new__(cls, head)
+        self.size = size
+        return self
+
+
+def read_lines(path: str | PathLike) -> Generator[tuple[int, str], None, None]:
+    """Yield ``(line_number, text)`` for each line, without its line ending (LF or CRLF).
+
+    The file is opened with :func:`open_input` (gzip or not), a leading UTF-8 BOM is dropped, and each
+    line is decoded separately so that a non-UTF-8 byte is reported with its line number.
+    A line over ``InputLimits.max_line`` bytes is yielded as a ``LongLine`` holding its first characters
+    only: the rest is read in blocks and dropped, so memory stays bounded whatever the line's length.
+    """
+    cap = limits().max_line
+    with open_input(path) as stream:
+        lineno = 0
+        try:
+            while data := stream.readline(cap + 1):
+                lineno += 1
+                if lineno == 1:
+                    _refuse_wide_encoding(path, data)
+                    data = data.removeprefix(UTF8_BOM)
+                if len(data) > cap and not data.endswith(b"\n"):
+                    size = len(data) + _skip_line(stream)
+                    yield lineno, LongLine(data[:HEAD_CHARS].decode("utf-8", "ignore"), size)
+                    continue
+                yield lineno, decode_line(path, lineno, data).rstrip("\r\n")
+        except (OSError, EOFError, zlib.error) as exc:
+            raise IngestError(path, lineno + 1, f"cannot read file: {exc}") from None
+
+
+def _skip_line(stream: _Counted) -> int:
+    """Read and drop the rest of the current line (in blocks); how many bytes that was."""
+    skipped = 0
+    while block := stream.readline(_BLOCK):
+        skipped += len(block)
+        if block.endswith(b"\n"):
+            break
+    return skipped
+
+
+def _refuse_wide_encoding(path: str | PathLike, first_line: bytes) -> None:
+    """``IngestError`` for a UTF-16/UTF-32 file (a byte-order mark, or NUL bytes where plain text in those
+    encodings has them), saying how to convert it, instead of "not valid UTF-8 (byte 0xff ...)"."""
+    encoding = next((name for bom, name in _WIDE_BOMS if first_line.startswith(bom)), None)
+    sample = first_line[:4096]
+    if encoding is None and len(sample) >= 8:
+
+        def zeros(*offsets: int, step: int) -> bool:
+            picked = b"".join(sample[offset::step] for offset in offsets)
+            return picked.count(0) >= 0.9 * len(picked)
+
+        if zeros(1, 2, 3, step=4) or zeros(0, 1, 2, step=4):
+            encoding = "UTF-32"
+        elif zeros(1, step=2) or zeros(0, step=2):
+            encoding = "UTF-16"
+    if encoding is not None:
+        name = display_name(path)
+        converted = "converted-" + Path(name.removesuffix(".gz")).name if name != STDIN_NAME else "converted.txt"
+        raise IngestError(
+            path,
+            None,
+            f"the file is {encoding} text, not UTF-8; convert it to UTF-8: iconv -f "
+            f"{encoding} -t UTF-8 {shlex.quote(name)} > {shlex.quote(converted)}",
+        )
+
+
+def decode_line(path: str | PathLike, lineno: int, data: bytes) -> str:
+    """Decode one line as UTF-8 or raise ``IngestError`` naming the offending byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        byte = data[exc.start]
+        message = f"not valid UTF-8 (byte 0x{byte:02x} at column {exc.start + 1})"
+        raise IngestError(path, lineno, message) from None
+
+
+def read_head(path: str | PathLike) -> list[str]:
+    """The first lines of a file (about ``HEAD_CHARS`` characters); raises if the file is empty."""
+    head: list[str] = []
+    size = 0
+    has_content = False
+    with closing(read_lines(path)) as lines:
+        for _, text in lines:
+            head.append(text)
+            size += len(text) + 1
+            has_content = has_content or bool(text.strip()) or isinstance(text, LongLine)
+            if size >= HEAD_CHARS and has_content:
+                break
+    if not has_content:
+        raise IngestError(path, None, "file is empty")
+    return head
+
+
+def read_text_blocks(path: str | PathLike) -> Iterator[tuple[str, int]]:
+    """The text of a file in blocks of about 64 KiB, with the line each block starts on (UTF-8 checked as it
+    goes: a bad byte is ``IngestError`` naming its line; UTF-16/32 refused; BOM dropped)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    line = 1
+    with open_input(path) as stream:
+        first = True
+        while True:
+            try:
+                data = stream.read(_BLOCK)
+            except (OSError, EOFError, zlib.error) as exc:
+                raise IngestError(path, line, f"cannot read file: {exc}") from None
+            if first:
+                _refuse_wide_encoding(path, data[: data.find(b"\n") + 1 or None])
+                data = data.removeprefix(UTF8_BOM)
+                first = False
+            try:
+                text = decoder.decode(data, final=not data)
+            except UnicodeDecodeError as exc:
+                at = line + data.count(b"\n", 0, max(exc.start, 0))
+                column = exc.start - data.rfind(b"\n", 0, max(exc.start, 0))
+                byte = data[exc.start] if 0 <= exc.start < len(data) else 0
+                raise IngestError(path, at, f"not valid UTF-8 (byte 0x{byte:02x} at column {column})") from None
+            if text:
+                yield text, line
+                line += text.count("\n")
+            if not data:
+                return
