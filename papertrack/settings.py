@@ -174,4 +174,6 @@ def quiet_third_parties() -> None:
 
 
 if __name__ == "__main__":  # python -m papertrack.settings: the README's table
-    print(markdown_table(), end="")
+    import sys
+
+    sys.stdout.write(markdown_table())
