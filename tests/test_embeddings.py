@@ -137,24 +137,22 @@ def test_feature_step_pickles_without_the_model(model, cache_env):
 def embedding_sweep(data_dir, tmp_path_factory, model):
     """The three embedding families (and a TF-IDF + embedding ensemble) swept on a small subset."""
     from papertrack.features.ingest import load_dataset
-    from papertrack.models.catalogue import CANDIDATES, ensemble_candidate, register
+    from papertrack.models.catalogue import CANDIDATES, ensemble_candidate
     from papertrack.training.data import TrainingSet
     from papertrack.training.sweep import run_sweep
 
-    if "test-ensemble-emb" not in CANDIDATES:
-        register(
-            ensemble_candidate(
-                "test-ensemble-emb",
-                ["tfidf-word-cnb", "emb-minilm-logreg", "emb-minilm-knn"],
-                rule="geometric",
-                steps=6,
-                default=False,
-            )
-        )
+    ensemble = ensemble_candidate(
+        "test-ensemble-emb",
+        ["tfidf-word-cnb", "emb-minilm-logreg", "emb-minilm-knn"],
+        rule="geometric",
+        steps=6,
+        default=False,
+    )
     tmp = tmp_path_factory.mktemp("emb-sweep")
     # two records per label and year: both years' training sides are big enough for PCA(64) on the shift holdout
     data = sources_subset(data_dir, tmp / "small.jsonl", 2)
     with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(CANDIDATES, ensemble.name, ensemble)  # in the catalogue for this module's tests only
         mp.setenv("PAPERTRACK_HOME", str(tmp / "home"))
         mp.setenv(settings.EMBEDDING_CACHE_ENV, str(tmp / "cache"))
         emb.reset_embedders()

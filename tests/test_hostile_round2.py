@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, input_limits, iter_records
-from tests.test_hostile_label import ABSTRACT, error_lines, fake_model, label  # noqa: F401 (fixture)
+from tests.test_hostile_label import ABSTRACT, error_lines, label
 
 
 def gz_of_one_line(path: Path, head: bytes, filler: bytes, size: int, tail: bytes) -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_service import ABSTRACTS, bento_home, client, imported  # noqa: F401 - fixtures
+from tests.test_service import ABSTRACTS
 
 PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
 
