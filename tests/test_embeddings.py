@@ -170,6 +170,7 @@ def embedding_sweep(data_dir, tmp_path_factory, model):
     emb.reset_embedders()
 
 
+@pytest.mark.slow  # the embedding sweep trains
 def test_sweep_embeds_each_abstract_once(embedding_sweep):
     result, training = embedding_sweep["result"], embedding_sweep["training"]
     assert result.embedded_texts == len(set(training.texts))  # cold cache: each abstract once, before CV
@@ -180,6 +181,7 @@ def test_sweep_embeds_each_abstract_once(embedding_sweep):
     assert embedder.encoded == result.embedded_texts  # CV and refit read everything from the cache
 
 
+@pytest.mark.slow  # the embedding sweep trains
 @pytest.mark.parametrize("name", [*EMBEDDING_CANDIDATES, "test-ensemble-emb"])
 def test_each_embedding_family_trains_logs_and_predicts_through_the_pyfunc(embedding_sweep, name):
     import mlflow
