@@ -100,6 +100,7 @@ def _write_shard(directory: str, worker: int) -> None:
         cache.put("model", hashes[start : start + 50], vectors[start : start + 50])
 
 
+@pytest.mark.slow  # three spawned processes
 def test_cache_is_safe_with_concurrent_writers(tmp_path):
     context = multiprocessing.get_context("spawn")
     workers = [context.Process(target=_write_shard, args=(str(tmp_path), i)) for i in range(3)]
