@@ -17,11 +17,11 @@ import sys
 import warnings
 
 import typer
-from rich.console import Console
 from rich.text import Text
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
 from papertrack import settings, tracking_server
+from papertrack.console import err_console
 from papertrack.errors import NoModelError, PapertrackError
 from papertrack.serving.batch import label_command, suggest_command
 from papertrack.serving.http import commands as http_commands
@@ -207,7 +207,7 @@ class _Commands(TyperGroup):
         try:
             return super().invoke(ctx)
         except PapertrackError as exc:
-            Console(stderr=True).print(Text.assemble(("error:", "red"), " ", str(exc)), soft_wrap=True)
+            err_console.print(Text.assemble(("error:", "red"), " ", str(exc)), soft_wrap=True)
             raise typer.Exit(1 if isinstance(exc, NoModelError) else 2) from None
 
 

@@ -1,19 +1,9 @@
 """Every setting papertrack reads from the environment, in one frozen object.
 
-| variable | default | what |
-|---|---|---|
-| ``PAPERTRACK_DATA_DIR`` | ``../shared/data`` (from the working directory) | the shared data folder |
-| ``PAPERTRACK_HOME`` | ``./.papertrack`` | MLflow sqlite store, artifacts, embedding cache |
-| ``PAPERTRACK_EMBEDDING_CACHE`` | ``<home>/embedding-cache`` (``off`` disables it) | sentence-embedding cache |
-| ``PAPERTRACK_TORCH_THREADS`` | torch's default | threads torch may use for embedding |
-| ``PAPERTRACK_BENTO_MODEL`` | ``papertrack:latest`` | BentoML model tag the service loads |
-| ``PAPERTRACK_WORKERS`` | ``1`` | service worker processes (set by ``papertrack serve``) |
-| ``PAPERTRACK_ACCESS_LOG`` | ``false`` | the service's access log (set by ``papertrack serve``) |
-| ``PAPERTRACK_TRACE_PREDICTIONS`` | ``false`` | log each prediction's timing in the service |
-| ``PAPERTRACK_ALLOWED_HOSTS`` | none (loopback names only) | extra ``Host`` names the service answers (``*``: any) |
-| ``MLFLOW_TRACKING_URI`` | ``sqlite:///<home>/mlflow.db`` | MLflow's own variable: a user-set value wins |
-
-:func:`current` reads them at call time (tests and the CLI change the environment between calls).
+:data:`VARIABLES` lists them (name, default, meaning); :func:`markdown_table` renders that list as the README's
+table ("Where things are kept"; ``python -m papertrack.settings`` prints it and ``tests/test_settings.py`` fails
+when the README disagrees). :func:`current` reads them at call time (tests and the CLI change the environment
+between calls).
 """
 
 from __future__ import annotations
@@ -38,6 +28,62 @@ ACCESS_LOG_ENV = "PAPERTRACK_ACCESS_LOG"
 TRACE_ENV = "PAPERTRACK_TRACE_PREDICTIONS"
 ALLOWED_HOSTS_ENV = "PAPERTRACK_ALLOWED_HOSTS"
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
+MAX_INPUT_BYTES_ENV = "PAPERTRACK_MAX_INPUT_BYTES"  # read by the input readers (features/)
+BENTOML_HOME_ENV = "BENTOML_HOME"  # BentoML's own; papertrack passes it on
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One environment variable: its name, its default (markdown) and what it sets (markdown)."""
+
+    name: str
+    default: str
+    meaning: str
+
+
+VARIABLES: tuple[Variable, ...] = (
+    Variable(
+        DATA_DIR_ENV,
+        "`../shared/data` (from the working directory)",
+        "the shared data folder (`--data` overrides per command)",
+    ),
+    Variable(HOME_ENV, "`./.papertrack`", "MLflow sqlite store `mlflow.db`, artifacts `artifacts/`, embedding cache"),
+    Variable(EMBEDDING_CACHE_ENV, "`<home>/embedding-cache`", "sentence-embedding cache folder; `off` disables it"),
+    Variable(TORCH_THREADS_ENV, "the CPUs this process may use", "torch threads for embedding"),
+    Variable(
+        BENTO_MODEL_ENV,
+        "`papertrack:latest`",
+        "BentoML model tag the service loads (set by `papertrack serve` / `build`)",
+    ),
+    Variable(WORKERS_ENV, "`1`", "service worker processes (set by `papertrack serve --workers`)"),
+    Variable(ACCESS_LOG_ENV, "`false`", "the service's access log (set by `papertrack serve --access-log`)"),
+    Variable(TRACE_ENV, "`false`", "OpenTelemetry spans for prediction routes"),
+    Variable(
+        ALLOWED_HOSTS_ENV,
+        "none (loopback names only)",
+        "extra `Host` names the service answers, comma-separated (`*`: any)",
+    ),
+    Variable(
+        MAX_INPUT_BYTES_ENV,
+        "`8589934592` (8 GiB)",
+        "most bytes of text one input file may hold once decompressed",
+    ),
+    Variable(
+        TRACKING_URI_ENV,
+        "`sqlite:///<home>/mlflow.db`",
+        "a user-set value wins (e.g. a team server); with a database URI the artifacts still go to "
+        "`<home>/artifacts`, never the working directory",
+    ),
+    Variable(BENTOML_HOME_ENV, "`~/bentoml`", "BentoML's model store"),
+)
+
+
+def markdown_table() -> str:
+    """:data:`VARIABLES` as the README's markdown table (header included, one line per variable)."""
+    lines = ["| variable | default | what |", "|---|---|---|"]
+    lines += [f"| `{v.name}` | {v.default} | {v.meaning} |" for v in VARIABLES]
+    return "\n".join(lines) + "\n"
+
 
 _OFF = ("", "0", "off", "none", "false", "no")
 
@@ -125,3 +171,9 @@ def quiet_third_parties() -> None:
         "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
     }.items():
         os.environ.setdefault(key, value)
+
+
+if __name__ == "__main__":  # python -m papertrack.settings: the README's table
+    import sys
+
+    sys.stdout.write(markdown_table())

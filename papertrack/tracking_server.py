@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from papertrack import settings
+from papertrack.console import console
 from papertrack.errors import PapertrackError, UsageError
 
 DEFAULT_PORT = 5000
@@ -130,7 +130,7 @@ def tracking_server(
     check_database(backend_store_uri)
     artifacts.mkdir(parents=True, exist_ok=True)
     command = server_command(backend_store_uri, artifacts, host, port, workers)
-    Console().print(
+    console.print(
         f"MLflow tracking server on http://{host}:{port} — backend {hide_password(backend_store_uri)}, "
         f"artifacts in {artifacts.resolve()}. Point papertrack at it with "
         f"MLFLOW_TRACKING_URI=http://{host}:{port}",

@@ -11,6 +11,11 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
   .venv/bin/python -m pip install --quiet --upgrade pip
 fi
+# The editable install is setuptools' default mode. Static tools (mypy, pyright, IDEs) need no help from it:
+# papertrack/features, models, training and serving are symbolic links to the root folders, so the checkout itself
+# is the plain package tree `papertrack.*` (pyproject.toml). Not editable_mode=strict: a module added later would be
+# missing from the installed CLI until the next install; not compat: it would put the repository root on sys.path
+# (a top-level `models`, `tests`, ... importable).
 # torch==2.13.0 is pinned in the [embeddings] extra: pip takes the local CPU wheel instead of a CUDA build.
 if [ "${1:-all}" = core ]; then
   .venv/bin/python -m pip install --quiet --progress-bar off -e .

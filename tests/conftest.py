@@ -1,15 +1,25 @@
-"""Shared fixtures: the shared data folder, a stratified subset of it, and a trained champion in a
-temporary MLflow store (trained once per test session)."""
+"""Shared fixtures: the shared data folder, a stratified subset of it, a trained champion in a temporary MLflow
+store (trained once per test session), the service on that champion (in process and over HTTP) and a labeler
+without a model.
+
+`pytest -m "not slow"` is the fast suite. A test is slow when it trains, builds or starts a server: marked by hand
+(`@pytest.mark.slow`, `pytestmark`) when it does so itself, and marked here (:data:`SLOW_FIXTURES`) when it asks
+for a fixture that does, so a new test on the trained sweep cannot slip into the fast suite.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections import defaultdict
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from .processes import free_port, stop, wait_http
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
@@ -18,6 +28,16 @@ os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
 os.environ.pop("MLFLOW_TRACKING_URI", None)  # tests always use their own temporary stores
 
 FAST_CANDIDATES = ["tfidf-word-cnb", "tfidf-word-svm"]
+
+# fixtures that train the sweep (once per session, ~1 minute) or depend on it: the BentoML import, the service
+SLOW_FIXTURES = frozenset({"trained", "bento_home", "imported", "client", "server_env", "server"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 def shared_data_dir() -> Path:
@@ -115,6 +135,121 @@ def bentoml_home(home: Path):
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+# --------------------------------------------------------------------------- the service, in process and over HTTP
+# Module-scoped: every test module that asks for them gets its own BentoML home, imported model and server.
+
+
+@pytest.fixture(scope="module")
+def bento_home(trained, tmp_path_factory):
+    """A temporary BentoML home (env var for subprocesses, container singletons patched in this process)."""
+    with bentoml_home(tmp_path_factory.mktemp("bentoml-home")) as home:
+        yield home
+
+
+@pytest.fixture(scope="module")
+def imported(bento_home):
+    """The session's champion imported into the temporary BentoML home; PAPERTRACK_BENTO_MODEL names it."""
+    from papertrack import settings
+    from papertrack.serving.http import bento_store as store
+
+    model = store.import_champion()
+    os.environ[settings.BENTO_MODEL_ENV] = str(model.tag)
+    return model
+
+
+@pytest.fixture(scope="module")
+def client(imported):
+    """Starlette's TestClient on the service's real ASGI app (BentoML's routes, middlewares and validation)."""
+    from prometheus_client import REGISTRY
+    from starlette.testclient import TestClient
+
+    from papertrack.serving.http.service import PaperTrack
+
+    # another test module may have built the app in this process: its request metrics are registered in the
+    # process-wide Prometheus registry (single-process mode) and would be registered a second time
+    for collector, names in list(REGISTRY._collector_to_names.items()):
+        if any(name.startswith("bentoml_") for name in names):
+            REGISTRY.unregister(collector)
+    with TestClient(PaperTrack.to_asgi(), base_url="http://127.0.0.1:3000") as test_client:
+        yield test_client
+
+
+PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
+
+
+@pytest.fixture(scope="module")
+def server_env(trained, tmp_path_factory):
+    """The environment of a `papertrack serve` subprocess: its own BentoML home, the session's store."""
+    home = tmp_path_factory.mktemp("bentoml-home-http")
+    env = {
+        **os.environ,
+        "BENTOML_HOME": str(home),
+        "PAPERTRACK_HOME": str(trained["home"]),
+        "BENTOML_DO_NOT_TRACK": "true",
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+    }
+    env.pop("MLFLOW_TRACKING_URI", None)  # the session's store is PAPERTRACK_HOME's
+    env.pop("PAPERTRACK_BENTO_MODEL", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def server(server_env, tmp_path_factory):
+    """`papertrack serve` on a free loopback port, stopped by its PID (process group) at teardown."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("server-log") / "serve.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [PAPERTRACK, "serve", "--port", str(port)],
+            env=server_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(f"{url}/readyz", proc, log)
+        yield {"url": url, "proc": proc, "log": log}
+    finally:
+        stop(proc)
+    assert proc.poll() is not None
+
+
+# --------------------------------------------------------------------------- the labeler without a model
+
+
+class FakeBackend:
+    """Answers every record with a fixed ranking: the CLI runs without loading a model."""
+
+    labels = frozenset({"Theory", "Deep Learning", "Optimization"})
+    n_labels = 3
+    identity = {"run_id": "fake"}
+    description = "fake model"
+
+    def __init__(self, model_uri: str = ""):
+        pass
+
+    def label(self, records, k):
+        ranked = [("Theory", 0.7), ("Deep Learning", 0.2), ("Optimization", 0.1)]
+        return [
+            {
+                "tracks": [{"label": name, "area": name, "subarea": None, "probability": p} for name, p in ranked][:k],
+                "areas": [{"area": name, "probability": p} for name, p in ranked],
+            }
+            for _ in records
+        ]
+
+    def close(self):
+        pass
+
+
+@pytest.fixture()
+def fake_model(monkeypatch):
+    import papertrack.serving.batch.labeler as labeler
+
+    monkeypatch.setattr(labeler, "LocalBackend", FakeBackend)
 
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's Chromium, driven by Playwright (no browser download)

@@ -100,6 +100,7 @@ def _write_shard(directory: str, worker: int) -> None:
         cache.put("model", hashes[start : start + 50], vectors[start : start + 50])
 
 
+@pytest.mark.slow  # three spawned processes
 def test_cache_is_safe_with_concurrent_writers(tmp_path):
     context = multiprocessing.get_context("spawn")
     workers = [context.Process(target=_write_shard, args=(str(tmp_path), i)) for i in range(3)]
@@ -136,25 +137,23 @@ def test_feature_step_pickles_without_the_model(model, cache_env):
 @pytest.fixture(scope="module")
 def embedding_sweep(data_dir, tmp_path_factory, model):
     """The three embedding families (and a TF-IDF + embedding ensemble) swept on a small subset."""
-    from papertrack.models.catalogue import CANDIDATES, ensemble_candidate, register
+    from papertrack.models.catalogue import CANDIDATES, ensemble_candidate
     from papertrack.training.data import TrainingSet
     from papertrack.training.dataset import load_dataset
     from papertrack.training.sweep import run_sweep
 
-    if "test-ensemble-emb" not in CANDIDATES:
-        register(
-            ensemble_candidate(
-                "test-ensemble-emb",
-                ["tfidf-word-cnb", "emb-minilm-logreg", "emb-minilm-knn"],
-                rule="geometric",
-                steps=6,
-                default=False,
-            )
-        )
+    ensemble = ensemble_candidate(
+        "test-ensemble-emb",
+        ["tfidf-word-cnb", "emb-minilm-logreg", "emb-minilm-knn"],
+        rule="geometric",
+        steps=6,
+        default=False,
+    )
     tmp = tmp_path_factory.mktemp("emb-sweep")
     # two records per label and year: both years' training sides are big enough for PCA(64) on the shift holdout
     data = sources_subset(data_dir, tmp / "small.jsonl", 2)
     with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(CANDIDATES, ensemble.name, ensemble)  # in the catalogue for this module's tests only
         mp.setenv("PAPERTRACK_HOME", str(tmp / "home"))
         mp.setenv(settings.EMBEDDING_CACHE_ENV, str(tmp / "cache"))
         emb.reset_embedders()
@@ -172,6 +171,7 @@ def embedding_sweep(data_dir, tmp_path_factory, model):
     emb.reset_embedders()
 
 
+@pytest.mark.slow  # the embedding sweep trains
 def test_sweep_embeds_each_abstract_once(embedding_sweep):
     result, training = embedding_sweep["result"], embedding_sweep["training"]
     assert result.embedded_texts == len(set(training.texts))  # cold cache: each abstract once, before CV
@@ -182,6 +182,7 @@ def test_sweep_embeds_each_abstract_once(embedding_sweep):
     assert embedder.encoded == result.embedded_texts  # CV and refit read everything from the cache
 
 
+@pytest.mark.slow  # the embedding sweep trains
 @pytest.mark.parametrize("name", [*EMBEDDING_CANDIDATES, "test-ensemble-emb"])
 def test_each_embedding_family_trains_logs_and_predicts_through_the_pyfunc(embedding_sweep, name):
     import mlflow

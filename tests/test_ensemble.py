@@ -135,21 +135,19 @@ def test_zero_weight_members_are_not_fitted(small):
 def test_tfidf_only_ensemble_sweeps_logs_and_predicts_through_the_pyfunc(small, tmp_path, monkeypatch):
     from papertrack import store as mlstore
     from papertrack.models.artifact import load_predictor
-    from papertrack.models.catalogue import CANDIDATES, register
+    from papertrack.models.catalogue import CANDIDATES
     from papertrack.training.sweep import _refit_and_log, run_sweep
 
     path, data = small
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
-    if "test-ensemble-tfidf" not in CANDIDATES:
-        register(
-            ensemble_candidate(
-                "test-ensemble-tfidf",
-                ["tfidf-word-cnb", "tfidf-word-svm", "tfidf-word12-cnb"],
-                rule="geometric",
-                steps=8,
-                default=False,
-            )
-        )
+    ensemble = ensemble_candidate(
+        "test-ensemble-tfidf",
+        ["tfidf-word-cnb", "tfidf-word-svm", "tfidf-word12-cnb"],
+        rule="geometric",
+        steps=8,
+        default=False,
+    )
+    monkeypatch.setitem(CANDIDATES, ensemble.name, ensemble)  # the catalogue is restored after the test
     assert CANDIDATES["test-ensemble-tfidf"].requirements == ()  # no torch needed
     result = run_sweep([path], candidate_names=["test-ensemble-tfidf"], folds=3, seed=5, register=False)
     names = [r.candidate.name for r in result.results]

@@ -190,8 +190,6 @@ def test_the_trained_artifact_carries_a_compact_neighbour_index(trained):
 
 # --------------------------------------------------------------------------- the service (over HTTP)
 
-from tests.test_serve_http import server, server_env  # noqa: E402,F401  `papertrack serve` on a free port
-
 
 class Client:
     """httpx against the running service, with the TestClient-like calls these tests make."""

@@ -315,8 +315,7 @@ CHROMIUM_ARGS = [
 PAGE_JS = Path(__file__).resolve().parents[1] / "serving" / "http" / "page" / "static" / "page.js"
 
 
-@pytest.mark.slow
-def test_the_page_csv_is_the_cli_csv():
+def test_the_page_csv_is_the_cli_csv():  # mock answers: no model, no server (not slow)
     if not Path(CHROMIUM).exists():
         pytest.skip("Chromium is missing")
     playwright_api = pytest.importorskip("playwright.sync_api")

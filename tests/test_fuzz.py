@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_serve_http import server, server_env  # noqa: F401 - fixtures
-
 pytestmark = pytest.mark.slow
 
 SCHEMATHESIS = str(Path(sys.executable).with_name("schemathesis"))

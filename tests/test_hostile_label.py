@@ -18,32 +18,9 @@ from typer.testing import CliRunner
 from papertrack.features.ingest import IngestError, Record, iter_records
 from papertrack.training.dataset import load_dataset
 
+from .conftest import FakeBackend
+
 ABSTRACT = "We study graph neural networks and message passing for molecules, with a new benchmark."
-
-
-class FakeBackend:
-    """Answers every record with a fixed ranking: the CLI runs without loading a model."""
-
-    labels = frozenset({"Theory", "Deep Learning", "Optimization"})
-    n_labels = 3
-    identity = {"run_id": "fake"}
-    description = "fake model"
-
-    def __init__(self, model_uri: str = ""):
-        pass
-
-    def label(self, records, k):
-        ranked = [("Theory", 0.7), ("Deep Learning", 0.2), ("Optimization", 0.1)]
-        return [
-            {
-                "tracks": [{"label": name, "area": name, "subarea": None, "probability": p} for name, p in ranked][:k],
-                "areas": [{"area": name, "probability": p} for name, p in ranked],
-            }
-            for _ in records
-        ]
-
-    def close(self):
-        pass
 
 
 class NoModel:
@@ -51,13 +28,6 @@ class NoModel:
 
     def __init__(self, *args, **kwargs):
         raise AssertionError("the model was loaded before the arguments were checked")
-
-
-@pytest.fixture()
-def fake_model(monkeypatch):
-    import papertrack.serving.batch.labeler as labeler
-
-    monkeypatch.setattr(labeler, "LocalBackend", FakeBackend)
 
 
 @pytest.fixture()

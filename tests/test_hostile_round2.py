@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, input_limits, iter_records
-from tests.test_hostile_label import ABSTRACT, error_lines, fake_model, label  # noqa: F401 (fixture)
+from tests.test_hostile_label import ABSTRACT, error_lines, label
 
 
 def gz_of_one_line(path: Path, head: bytes, filler: bytes, size: int, tail: bytes) -> Path:
@@ -271,6 +271,7 @@ def many_labels(tmp_path: Path, n: int, labels: int) -> Path:
     return path
 
 
+@pytest.mark.slow  # `papertrack train` in a fresh interpreter
 def test_train_with_a_label_per_record_is_refused_up_front(tmp_path):
     """1,500 records with 1,500 distinct labels grew past 18 GB and were OOM-killed without a word."""
     data = many_labels(tmp_path, 1500, 1500)
@@ -356,6 +357,7 @@ def test_commands_creating_one_new_store_at_once_do_not_collide(tmp_path):
     assert not failures, failures
 
 
+@pytest.mark.slow  # `papertrack train` in a fresh interpreter
 def test_a_read_only_home_is_one_error_line(tmp_path):
     import os
 

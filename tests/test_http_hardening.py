@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_service import ABSTRACTS, bento_home, client, imported  # noqa: F401 - fixtures
+from tests.test_service import ABSTRACTS
 
 PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
 
@@ -160,6 +160,7 @@ def test_json_answers_keep_their_headers(client):
 # --------------------------------------------------------------------------- papertrack serve on a busy port
 
 
+@pytest.mark.slow  # runs `papertrack serve`
 def test_serve_on_a_busy_port_is_one_error_line(tmp_path):
     env = {**os.environ, "PAPERTRACK_HOME": str(tmp_path / "home"), "BENTOML_HOME": str(tmp_path / "bentoml")}
     with socket.socket() as busy:

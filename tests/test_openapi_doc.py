@@ -14,9 +14,6 @@ import re
 
 import pytest
 
-from tests.test_serve_http import server, server_env  # noqa: F401 - the running service (slow tests)
-from tests.test_service import bento_home, client, imported  # noqa: F401 - fixtures
-
 
 def strict_json(text: str):
     def no_duplicates(pairs):

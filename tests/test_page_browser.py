@@ -20,8 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_serve_http import server, server_env  # noqa: F401  the running service
-
 pytestmark = pytest.mark.slow
 
 ARTIFACTS = (

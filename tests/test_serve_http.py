@@ -5,7 +5,6 @@ always stopped by its PID (process group) in the fixture's teardown. Also `paper
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -13,47 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from .processes import free_port, stop, wait_http
+from .processes import free_port, stop
 
 pytestmark = pytest.mark.slow
 
 PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
-
-
-@pytest.fixture(scope="module")
-def server_env(trained, tmp_path_factory):
-    home = tmp_path_factory.mktemp("bentoml-home-http")
-    env = {
-        **os.environ,
-        "BENTOML_HOME": str(home),
-        "PAPERTRACK_HOME": str(trained["home"]),
-        "BENTOML_DO_NOT_TRACK": "true",
-        "MLFLOW_DISABLE_TELEMETRY": "true",
-    }
-    env.pop("MLFLOW_TRACKING_URI", None)  # the session's store is PAPERTRACK_HOME's
-    env.pop("PAPERTRACK_BENTO_MODEL", None)
-    return env
-
-
-@pytest.fixture(scope="module")
-def server(server_env, tmp_path_factory):
-    port = free_port()
-    log = tmp_path_factory.mktemp("server-log") / "serve.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [PAPERTRACK, "serve", "--port", str(port)],
-            env=server_env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_http(f"{url}/readyz", proc, log)
-        yield {"url": url, "proc": proc, "log": log}
-    finally:
-        stop(proc)
-    assert proc.poll() is not None
 
 
 @pytest.fixture(scope="module")

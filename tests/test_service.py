@@ -20,8 +20,6 @@ import pytest
 from papertrack import settings
 from papertrack.errors import NoModelError
 
-from .conftest import bentoml_home
-
 os.environ.setdefault("BENTOML_DO_NOT_TRACK", "true")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
@@ -35,38 +33,6 @@ ABSTRACTS = [
     "We prove convergence rates for stochastic gradient descent on non-convex objectives that satisfy the "
     "Polyak-Lojasiewicz inequality, and show the rates are tight.",
 ]
-
-
-@pytest.fixture(scope="module")
-def bento_home(trained, tmp_path_factory):
-    """A temporary BentoML home (env var for subprocesses, container singletons patched in this process)."""
-    with bentoml_home(tmp_path_factory.mktemp("bentoml-home")) as home:
-        yield home
-
-
-@pytest.fixture(scope="module")
-def imported(bento_home):
-    from papertrack.serving.http import bento_store as store
-
-    model = store.import_champion()
-    os.environ[settings.BENTO_MODEL_ENV] = str(model.tag)
-    return model
-
-
-@pytest.fixture(scope="module")
-def client(imported):
-    from prometheus_client import REGISTRY
-    from starlette.testclient import TestClient
-
-    from papertrack.serving.http.service import PaperTrack
-
-    # another test module may have built the app in this process: its request metrics are registered in the
-    # process-wide Prometheus registry (single-process mode) and would be registered a second time
-    for collector, names in list(REGISTRY._collector_to_names.items()):
-        if any(name.startswith("bentoml_") for name in names):
-            REGISTRY.unregister(collector)
-    with TestClient(PaperTrack.to_asgi(), base_url="http://127.0.0.1:3000") as test_client:
-        yield test_client
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import mlflow
 import pytest
 from typer.testing import CliRunner
@@ -25,6 +28,49 @@ def test_settings_read_every_variable_at_call_time(tmp_path, monkeypatch):
     assert current.tracking_uri == f"sqlite:///{tmp_path / 'home' / 'mlflow.db'}"
     monkeypatch.delenv(settings.EMBEDDING_CACHE_ENV)
     assert settings.current().embedding_cache == tmp_path / "home" / "embedding-cache"
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _readme_settings_table() -> str:
+    """The markdown table of the README's "Where things are kept" section, header included."""
+    section = REPO.joinpath("README.md").read_text(encoding="utf-8").split("## Where things are kept", 1)[1]
+    lines = section.split("\n## ", 1)[0].splitlines()
+    return "".join(line + "\n" for line in lines if line.startswith("|"))
+
+
+def test_readme_settings_table_is_the_one_in_settings_py():
+    assert _readme_settings_table() == settings.markdown_table(), "regenerate it: python -m papertrack.settings"
+
+
+def test_every_environment_variable_the_code_reads_is_in_the_table():
+    used = set()
+    for folder in ("papertrack", "features", "models", "training", "serving"):
+        for path in REPO.joinpath(folder).glob("**/*.py"):
+            used |= set(re.findall(r"PAPERTRACK_[A-Z_]+", path.read_text(encoding="utf-8")))
+    listed = {variable.name for variable in settings.VARIABLES}
+    assert "PAPERTRACK_ALLOWED_HOSTS" in used and "PAPERTRACK_MAX_INPUT_BYTES" in used
+    assert used - listed == set()
+
+
+def test_the_tables_defaults_are_what_current_reads_from_an_empty_environment(tmp_path, monkeypatch):
+    for variable in settings.VARIABLES:
+        monkeypatch.delenv(variable.name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    defaults = {v.name: v.default for v in settings.VARIABLES}
+    current = settings.current()
+    assert defaults["PAPERTRACK_HOME"] == "`./.papertrack`" and current.home == tmp_path / ".papertrack"
+    assert defaults["PAPERTRACK_DATA_DIR"].startswith("`../shared/data`")
+    assert current.data_dir == tmp_path.parent / "shared" / "data"
+    assert defaults["PAPERTRACK_EMBEDDING_CACHE"] == "`<home>/embedding-cache`"
+    assert current.embedding_cache == tmp_path / ".papertrack" / "embedding-cache"
+    assert defaults["PAPERTRACK_WORKERS"] == "`1`" and current.workers == 1
+    assert defaults["PAPERTRACK_ACCESS_LOG"] == "`false`" and current.access_log is False
+    assert defaults["PAPERTRACK_TRACE_PREDICTIONS"] == "`false`" and current.trace_predictions is False
+    assert defaults["PAPERTRACK_ALLOWED_HOSTS"].startswith("none") and current.allowed_hosts == ()
+    assert current.torch_threads is None  # features/embeddings.py then uses the CPUs this process may use
+    assert current.tracking_uri == f"sqlite:///{tmp_path / '.papertrack' / 'mlflow.db'}"
 
 
 def test_a_bad_number_is_a_user_error_naming_the_variable(monkeypatch):

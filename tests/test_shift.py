@@ -84,6 +84,7 @@ def test_shift_holdout_keeps_sources_apart_in_every_fitted_step():
         assert r.metrics["shift_label_top3"] == pytest.approx(mean)
 
 
+@pytest.mark.slow  # trains (a one-candidate sweep)
 def test_one_source_falls_back_to_cross_validation_and_says_so(subset_path, tmp_path, monkeypatch):
     from papertrack.training.sweep import run_sweep
 

@@ -236,6 +236,7 @@ def test_budget_leaves_a_costly_candidate_out_by_default_and_lets_it_win_when_na
     assert measured.ineligible == [sneaky.name] and measured.winner.candidate.name == "weak"
 
 
+@pytest.mark.slow  # fits candidates in parallel worker processes
 def test_fits_side_by_side_give_the_same_results_as_one_at_a_time():
     data = _three_sources()
     temporal, _ = temporal_direction(data)
