@@ -274,10 +274,11 @@ def render(suggestions: Sequence[Suggestion], kind: str, *, strategy: str, model
         buffer, fieldnames=list(rows[0]) if rows else ["id", "abstract", "label"], lineterminator="\n"
     )
     writer.writeheader()
+    from papertrack.serving.labeler.rows import spreadsheet_safe  # a ' before =, +, -, @, tab, CR: text, no formula
+
     for row in rows:
-        writer.writerow(
-            {**row, "top3": _top3_text(row["top3"]), "title": row["title"] or "", "authors": row["authors"] or ""}
-        )
+        cells = {**row, "top3": _top3_text(row["top3"]), "title": row["title"] or "", "authors": row["authors"] or ""}
+        writer.writerow({key: spreadsheet_safe(v) if isinstance(v, str) else v for key, v in cells.items()})
     return buffer.getvalue()
 
 

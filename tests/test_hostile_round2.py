@@ -432,3 +432,23 @@ def test_suggest_keeps_no_over_long_abstract_in_its_pool(tmp_path):
     (bad,) = pool.bad
     assert (bad.line, bad.kind, bad.id) == (2, "rejected", "long")
     assert bad.reason == "abstract has 29,999 characters; at most 20,000 are accepted"
+
+
+def test_suggest_csv_cells_cannot_start_a_formula():
+    """`suggest -o picks.csv` wrote ids, titles and abstracts starting with =, +, -, @ as they were."""
+    import csv
+    import io
+
+    from papertrack.serving.suggest import Suggestion, render
+
+    record = Record(
+        id="=HYPERLINK(1)", abstract="-2+3 is the abstract", title="@title", label=None, area=None, subarea=None,
+        source="d.csv", line=2, authors="+author",
+    )  # fmt: skip
+    tracks = [{"label": "Theory", "probability": 0.5}]
+    text = render([Suggestion(record, 1, 0.5, tracks)], "csv", strategy="diverse", model="m", name="picks.csv")
+    (row,) = csv.DictReader(io.StringIO(text))
+    assert (row["id"], row["title"], row["authors"], row["abstract"]) == (
+        "'=HYPERLINK(1)", "'@title", "'+author", "'-2+3 is the abstract"
+    )  # fmt: skip
+    assert row["label"] == "Theory" and row["rank"] == "1"
