@@ -64,6 +64,10 @@ class RequestDeadlineProtocol(H11Protocol):
         if not self.transport.is_closing() and self._receiving():
             self._arm()  # the next request on this keep-alive connection, same bound
 
+    def handle_websocket_upgrade(self, event: h11.Request) -> None:
+        self._disarm()  # the connection now belongs to the websocket protocol
+        super().handle_websocket_upgrade(event)
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
