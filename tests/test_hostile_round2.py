@@ -396,3 +396,61 @@ def test_resume_refuses_an_input_replaced_by_one_of_the_same_size_and_time(tmp_p
     result = label(str(source), "-o", str(out), "--chunk-size", "5", "--resume")
     assert result.exit_code == 2, result.output
     assert "input files (paths, sizes, times or contents) changed" in " ".join(result.output.split())
+
+
+# --------------------------------------------------------------------------- found by the hostile corpus
+
+
+@pytest.mark.usefixtures("fake_model")
+def test_a_chunk_ends_once_its_records_hold_too_much_text(tmp_path, monkeypatch):
+    """2,000 records of up to 1 MiB each (over-long abstracts, all rejected) were held at once: ~2 GiB."""
+    import papertrack.serving.batch.labeler.run as run
+    from tests.test_hostile_label import FakeBackend
+
+    sizes = []
+    real_label = FakeBackend.label
+    monkeypatch.setattr(
+        FakeBackend, "label", lambda self, records, k: sizes.append(len(records)) or real_label(self, records, k)
+    )  # noqa: E501
+    monkeypatch.setattr(run, "CHUNK_CHARS", 2_500)
+    source = tmp_path / "long.jsonl"
+    source.write_text("".join(json.dumps({"abstract": f"{i} " + "w" * 1_000}) + "\n" for i in range(10)))
+    result = label(str(source), "-o", str(tmp_path / "out.jsonl"), "--chunk-size", "100")
+    assert result.exit_code == 0, result.output
+    assert sizes == [3, 3, 3, 1]  # 3 × ~1,000 characters reach 2,500
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 10
+
+
+def test_suggest_keeps_no_over_long_abstract_in_its_pool(tmp_path):
+    """The pool held every record's text, however long (up to the 1 MiB record limit); label and the service
+    reject an abstract over 20,000 characters, and so does suggest now."""
+    from papertrack.serving.batch.suggest import read_pool
+
+    source = tmp_path / "d.jsonl"
+    long = {"id": "long", "abstract": " ".join(["graph"] * 5_000)}  # 29,999 characters
+    source.write_text("".join(json.dumps(r) + "\n" for r in [{"id": "a", "abstract": ABSTRACT}, long]))
+    pool = read_pool([source])
+    assert [r.id for r in pool.records] == ["a"]
+    (bad,) = pool.bad
+    assert (bad.line, bad.kind, bad.id) == (2, "rejected", "long")
+    assert bad.reason == "abstract has 29,999 characters; at most 20,000 are accepted"
+
+
+def test_suggest_csv_cells_cannot_start_a_formula():
+    """`suggest -o picks.csv` wrote ids, titles and abstracts starting with =, +, -, @ as they were."""
+    import csv
+    import io
+
+    from papertrack.serving.batch.suggest import Suggestion, render
+
+    record = Record(
+        id="=HYPERLINK(1)", abstract="-2+3 is the abstract", title="@title", label=None, area=None, subarea=None,
+        source="d.csv", line=2, authors="+author",
+    )  # fmt: skip
+    tracks = [{"label": "Theory", "probability": 0.5}]
+    text = render([Suggestion(record, 1, 0.5, tracks)], "csv", strategy="diverse", model="m", name="picks.csv")
+    (row,) = csv.DictReader(io.StringIO(text))
+    assert (row["id"], row["title"], row["authors"], row["abstract"]) == (
+        "'=HYPERLINK(1)", "'@title", "'+author", "'-2+3 is the abstract"
+    )  # fmt: skip
+    assert row["label"] == "Theory" and row["rank"] == "1"

@@ -11,7 +11,10 @@ it, in every parallel fit. :func:`check` refuses
 * a label count whose model would not fit in memory: ``labels × features × 8 bytes × COPIES × parallel fits``
   over ``MEMORY_SHARE`` of the memory available (physical memory, a cgroup limit or an address-space limit,
   whichever is smallest). ``features`` is the words found in at least 2 records plus the character n-grams'
-  cap (:data:`papertrack.features.text.FEATURE_SETTINGS`).
+  cap (:data:`papertrack.features.text.FEATURE_SETTINGS`);
+* abstracts whose words TF-IDF would all drop (:func:`check_vocabulary`): English stop words, words in fewer
+  than ``min_df`` records or in more than ``max_df`` of them — e.g. every abstract the same repeated word.
+  scikit-learn stopped the sweep with "After pruning, no terms remain" or "empty vocabulary" tracebacks.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ _WORD = re.compile(r"(?u)\b\w\w+\b")  # scikit-learn's default token pattern
 def check(records: Sequence, files: Sequence[str | Path], *, jobs: int = 1, available: int | None = None) -> None:
     """``UsageError`` when ``records`` (with ``.label`` and ``.abstract``) cannot be trained here (module doc)."""
     where = ", ".join(str(f) for f in files)
+    check_vocabulary(records, where)
     labels = Counter(r.label for r in records if r.label is not None)
     n, k = sum(labels.values()), len(labels)
     if k >= MIN_LABELS_TO_REFUSE and k > n / 2:
@@ -53,6 +57,48 @@ def check(records: Sequence, files: Sequence[str | Path], *, jobs: int = 1, avai
             f"has {_gib(have)}. {fix} fewer labels (merge rare ones with --rename OLD=NEW) or train on a machine "
             f"with more memory"
         )
+
+
+def check_vocabulary(records: Sequence, where: str) -> None:
+    """``UsageError`` when the word TF-IDF features every default candidate is built on would keep no term:
+    the same analyzer (stop words, accents, token pattern) and the same document-frequency bounds as
+    :data:`papertrack.features.text.FEATURE_SETTINGS` ``["word"]``, counted on the abstracts."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from papertrack.features.text import FEATURE_SETTINGS
+
+    settings = FEATURE_SETTINGS["word"]
+    analyze = TfidfVectorizer(**settings).build_analyzer()
+    df: Counter[str] = Counter()
+    for record in records:
+        df.update(set(analyze(record.abstract)))
+    n = len(records)
+    if not n:
+        return
+    low, high = (bound if isinstance(bound, int) else bound * n for bound in (settings["min_df"], settings["max_df"]))
+    if any(low <= count <= high for count in df.values()):
+        return
+    fix = "Check that the abstract field holds the abstracts, or add records with real abstracts"
+    if not df:
+        raise UsageError(
+            f"{where}: the {n:,} abstracts hold no word to learn from (only English stop words such as 'the', "
+            f"single characters or punctuation). {fix}"
+        )
+    common = [word for word, count in df.most_common(3) if count > high]
+    once = sum(count < low for count in df.values())
+    why = []
+    if common:
+        why.append(
+            f"{', '.join(repr(w) for w in common)} {'is' if len(common) == 1 else 'are'} in over "
+            f"{settings['max_df']:.0%} of them"
+        )
+    if once:
+        single = "a single abstract" if low == 2 else f"fewer than {settings['min_df']} abstracts"
+        why.append(f"{once:,} word(s) are in {single}")
+    raise UsageError(
+        f"{where}: no word is in at least {settings['min_df']} and at most {settings['max_df']:.0%} of the {n:,} "
+        f"abstracts ({'; '.join(why)}), so TF-IDF keeps no term to learn from. {fix}"
+    )
 
 
 def features(records: Sequence) -> int:

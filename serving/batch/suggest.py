@@ -127,7 +127,10 @@ class Pool:
 
 
 def read_pool(paths: Sequence[Path], fmt: str | None = None) -> Pool:
-    """Every usable record of the dumps (given labels are ignored), exact duplicates once."""
+    """Every usable record of the dumps (given labels are ignored), exact duplicates once; an abstract or title
+    over the service's limits is a bad record (its text is not kept)."""
+    from papertrack.serving.batch.labeler.backends import over_limits
+
     pool = Pool([])
     seen: set[str] = set()
     for path in paths:
@@ -136,6 +139,8 @@ def read_pool(paths: Sequence[Path], fmt: str | None = None) -> Pool:
                 pool.headers += 1
             elif isinstance(item, BadRecord):
                 pool.bad.append(item)
+            elif (why := over_limits(item)) is not None:  # as `label` and the service: not held in the pool
+                pool.bad.append(BadRecord(item.source, item.line, why, item.id, "rejected"))
             elif (key := make_id(item.abstract)) in seen:
                 pool.duplicates += 1
             else:
@@ -268,10 +273,13 @@ def render(suggestions: Sequence[Suggestion], kind: str, *, strategy: str, model
         buffer, fieldnames=list(rows[0]) if rows else ["id", "abstract", "label"], lineterminator="\n"
     )
     writer.writeheader()
+    from papertrack.serving.batch.labeler.rows import (
+        spreadsheet_safe,
+    )  # a ' before =, +, -, @, tab, CR: text, no formula
+
     for row in rows:
-        writer.writerow(
-            {**row, "top3": _top3_text(row["top3"]), "title": row["title"] or "", "authors": row["authors"] or ""}
-        )
+        cells = {**row, "top3": _top3_text(row["top3"]), "title": row["title"] or "", "authors": row["authors"] or ""}
+        writer.writerow({key: spreadsheet_safe(v) if isinstance(v, str) else v for key, v in cells.items()})
     return buffer.getvalue()
 
 

@@ -51,12 +51,14 @@ from papertrack.serving.http.drift_api import request_schema as drift_request_sc
 from papertrack.serving.http.guard import RequestGuard, error_body
 from papertrack.serving.http.openapi import SpecRoute
 from papertrack.serving.http.origin import OriginGuard
+from papertrack.serving.http.read_deadline import install as bound_request_reading
 from papertrack.serving.http.responses import ResponsePolicy
 
 logger = logging.getLogger("bentoml.papertrack")  # under "bentoml": shown in the server log
 INLINE_MAX_MS = 3.0  # a model predicting one abstract faster than this answers /predict in the event loop
 
 settings.quiet_third_parties()
+bound_request_reading()  # a slow client gets traffic.timeout to send a whole request (serving/http/read_deadline.py)
 _served: dict[str, int] = {}  # facts of the model this worker serves, for the OpenAPI spec
 
 

@@ -28,6 +28,9 @@ from papertrack.serving.batch.labeler.rows import RowFormat, error_rows
 from papertrack.serving.batch.labeler.summary import SUMMARY_K, Counters
 
 DEFAULT_CHUNK = 2_000
+# a chunk also ends once its records hold this many characters: --chunk-size records of up to the 1 MiB record
+# limit each (e.g. a dump of over-long abstracts, all rejected) would otherwise be held at once (~2 GiB)
+CHUNK_CHARS = 16 << 20
 
 Labeled = tuple[Record, Mapping[str, Any]]  # a record and the model's answer for it
 
@@ -270,13 +273,17 @@ def _numbered(inputs: Sequence[Path], formats: Sequence[str]) -> Iterator[tuple[
         offset += line
 
 
-def _chunks(stream: Iterator, size: int) -> Iterator[list]:
-    chunk = []
-    for item in stream:
-        chunk.append(item)
-        if len(chunk) >= size:
+def _chunks(stream: Iterator, size: int, max_chars: int | None = None) -> Iterator[list]:
+    """Lists of ``size`` (item, line) pairs, fewer when their records' text reaches ``max_chars`` (CHUNK_CHARS)."""
+    max_chars = CHUNK_CHARS if max_chars is None else max_chars
+    chunk, chars = [], 0
+    for pair in stream:
+        chunk.append(pair)
+        if isinstance(pair[0], Record):
+            chars += len(pair[0].abstract) + len(pair[0].title or "")
+        if len(chunk) >= size or chars >= max_chars:
             yield chunk
-            chunk = []
+            chunk, chars = [], 0
     if chunk:
         yield chunk
 
