@@ -273,9 +273,8 @@ def render(suggestions: Sequence[Suggestion], kind: str, *, strategy: str, model
         buffer, fieldnames=list(rows[0]) if rows else ["id", "abstract", "label"], lineterminator="\n"
     )
     writer.writeheader()
-    from papertrack.serving.batch.labeler.rows import (
-        spreadsheet_safe,
-    )  # a ' before =, +, -, @, tab, CR: text, no formula
+    # a ' before =, +, -, @, tab, CR: text, no formula
+    from papertrack.serving.batch.labeler.rows import spreadsheet_safe
 
     for row in rows:
         cells = {**row, "top3": _top3_text(row["top3"]), "title": row["title"] or "", "authors": row["authors"] or ""}
