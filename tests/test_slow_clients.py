@@ -147,7 +147,7 @@ def test_a_slow_handler_is_not_cut_off(server):
 def test_the_service_installs_the_deadline_and_reads_traffic_timeout():
     import uvicorn.config
 
-    from papertrack.serving import read_deadline
+    from papertrack.serving.http import read_deadline
 
     saved = uvicorn.config.HTTP_PROTOCOLS["auto"]
     try:
