@@ -18,10 +18,11 @@ import numpy as np
 import pandas as pd
 import sklearn
 from mlflow.models import ModelSignature
-from mlflow.types.schema import Array, ColSpec, Object, ParamSchema, ParamSpec, Property, Schema
+from mlflow.types.schema import ColSpec, ParamSchema, ParamSpec, Schema
 
 from papertrack.features.text import model_text
-from papertrack.models.card import DEFAULT_TOP_K, Answer, AreaScore, ModelCard, Track
+from papertrack.models.answer import DEFAULT_TOP_K, AnswerDict, AreaScoreDict, TrackDict, mlflow_outputs
+from papertrack.models.card import ModelCard
 from papertrack.models.confidence import Confidence
 from papertrack.models.hierarchy import LabelSpace
 from papertrack.models.neighbors import NeighborIndex
@@ -91,7 +92,7 @@ class TrackPredictor:
             return normalize(method([model_text(a, t, self.use_title) for a, t in zip(abstracts, titles)]))
 
     # --- ranked answers ----------------------------------------------------------------------
-    def rank(self, proba: np.ndarray, top_k: int = DEFAULT_TOP_K) -> list[Answer]:
+    def rank(self, proba: np.ndarray, top_k: int = DEFAULT_TOP_K) -> list[AnswerDict]:
         """Per row: the top_k tracks and every area, each ranked by probability."""
         n_labels = self.space.n_labels
         if not 1 <= top_k <= n_labels:
@@ -104,15 +105,16 @@ class TrackPredictor:
         # plain Python lists (.tolist() gives the same floats as float(p[j])) instead of numpy scalar indexing
         top_p = np.take_along_axis(proba, top, axis=1).tolist()
         area_p = np.take_along_axis(area_proba, area_order, axis=1).tolist()
-        results: list[Answer] = []
+        results: list[AnswerDict] = []
         for top_row, p_row, order_row, ap_row in zip(top.tolist(), top_p, area_order.tolist(), area_p):
-            tracks: list[Track] = []
+            tracks: list[TrackDict] = []
             for j, p in zip(top_row, p_row):
                 label, area, subarea = track_names[j]
-                tracks.append(Track(label=label, area=area, subarea=subarea, probability=p))
+                tracks.append(TrackDict(label=label, area=area, subarea=subarea, probability=p))
             results.append(
-                Answer(
-                    tracks=tracks, areas=[AreaScore(area=areas[j], probability=p) for j, p in zip(order_row, ap_row)]
+                AnswerDict(
+                    tracks=tracks,
+                    areas=[AreaScoreDict(area=areas[j], probability=p) for j, p in zip(order_row, ap_row)],
                 )
             )
         if self.confidence is not None:
@@ -124,10 +126,10 @@ class TrackPredictor:
 
     def predict(
         self, abstracts: Sequence[str], titles: Sequence[str | None] | None = None, top_k: int = DEFAULT_TOP_K
-    ) -> list[Answer]:
+    ) -> list[AnswerDict]:
         return self.rank(self.predict_proba(abstracts, titles), top_k)
 
-    def predict_frame(self, frame: pd.DataFrame, top_k: int = DEFAULT_TOP_K) -> list[Answer]:
+    def predict_frame(self, frame: pd.DataFrame, top_k: int = DEFAULT_TOP_K) -> list[AnswerDict]:
         if "abstract" not in frame.columns:
             raise ValueError(f"input needs an 'abstract' column; got columns {list(frame.columns)}")
         titles = None
@@ -188,25 +190,10 @@ class PaperTrackModel(mlflow.pyfunc.PythonModel):
 
 
 def signature() -> ModelSignature:
-    track = Object(
-        [
-            Property("label", "string"),
-            Property("area", "string"),
-            Property("subarea", "string", required=False),
-            Property("probability", "double"),
-        ]
-    )
-    area = Object([Property("area", "string"), Property("probability", "double")])
+    """The pyfunc's signature: the input columns, the answer's fields (models/answer.py) as output columns, params."""
     return ModelSignature(
         inputs=Schema([ColSpec("string", "abstract"), ColSpec("string", "title", required=False)]),
-        outputs=Schema(
-            [
-                ColSpec(Array(track), "tracks"),
-                ColSpec(Array(area), "areas"),
-                ColSpec(Array("string"), "prediction_set", required=False),
-                ColSpec("boolean", "confident", required=False),
-            ]
-        ),
+        outputs=mlflow_outputs(),
         params=ParamSchema([ParamSpec("top_k", "long", DEFAULT_TOP_K), ParamSpec("output", "string", OUTPUT_COLUMNS)]),
     )
 

@@ -31,7 +31,7 @@ import sklearn
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
 from sklearn.pipeline import FeatureUnion
 
-from papertrack.models.card import Answer
+from papertrack.models.answer import AnswerDict
 from papertrack.models.estimators import TemperatureScaled, TextClassifier
 from papertrack.models.neighbors import DEFAULT_NEIGHBORS, Neighbor
 
@@ -56,7 +56,7 @@ class Method(TypedDict):
     detail: str
 
 
-class Explanation(Answer):
+class Explanation(AnswerDict):
     method: Method
     explanations: list[TrackExplanation]
     neighbors: list[Neighbor]
