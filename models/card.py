@@ -8,7 +8,7 @@ else (service, labeler, BentoML import). The answer a model gives is :mod:`paper
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
@@ -47,26 +47,7 @@ class ModelCard:
             "use_title": self.use_title,
         }
 
-    @classmethod
-    def from_info(
-        cls, info: Mapping[str, Any], n_labels: int = 0, n_areas: int = 0, use_title: bool = False
-    ) -> ModelCard:
-        """The card of a model logged before cards existed (its ``info`` dict); missing facts are ''."""
-        return cls(
-            candidate=str(info.get("candidate") or ""),
-            family=str(info.get("family") or ""),
-            data_digest=str(info.get("data_digest") or ""),
-            run_id=str(info.get("run_id") or ""),
-            metrics=dict(info.get("metrics") or {}),
-            n_labels=n_labels,
-            n_areas=n_areas,
-            use_title=use_title,
-        )
-
-    def __getstate__(self):
-        return self.to_dict()
-
-    def __setstate__(self, state):
-        for key, value in state.items():
-            object.__setattr__(self, key, value)
-        self.__post_init__()
+    def __reduce__(self) -> tuple[type[ModelCard], tuple[Any, ...]]:
+        """Pickled as its constructor's arguments (the read-only metrics mapping itself does not pickle)."""
+        state = self.to_dict()
+        return type(self), tuple(state[f.name] for f in fields(self))

@@ -127,13 +127,6 @@ class WeightedEnsemble(ClassifierMixin, BaseEstimator):
     def predict(self, texts: Sequence[str]) -> np.ndarray:
         return self.predict_proba(texts).argmax(axis=1)
 
-    def __setstate__(self, state: dict) -> None:
-        # An ensemble pickled before the estimator rules held its fitted members in ``members``
-        # (only those with a positive, normalised weight): they are its ``members_`` now.
-        if "members_" not in state and "groups_" in state:
-            state = {**state, "members_": state["members"], "classes_": np.arange(state["n_labels"])}
-        super().__setstate__(state)
-
     def text_features(self, texts: Sequence[str]):
         """Every distinct feature step's rows side by side, each block scaled to unit length times the
         square root of its members' total weight: the cosine of two rows is then the weight-averaged
