@@ -22,6 +22,7 @@ import sklearn
 import yaml
 from mlflow.artifacts import download_artifacts
 from mlflow.models import ModelSignature
+from mlflow.pyfunc import PythonModel
 from mlflow.types.schema import ColSpec, ParamSchema, ParamSpec, Schema
 
 from papertrack.errors import UsageError
@@ -166,7 +167,7 @@ OUTPUT_COLUMNS = "columns"
 OUTPUT_JSON = "json"
 
 
-class PaperTrackModel(mlflow.pyfunc.PythonModel):
+class PaperTrackModel(PythonModel):
     """The MLflow pyfunc: DataFrame(abstract[, title]) -> DataFrame(tracks, areas[, prediction_set, confident]);
     params top_k and output: "columns" (default, the signature's columns) or "json" (one column ``answer``, each
     answer as one JSON object string — for engines that would otherwise convert the nested columns value by
