@@ -210,11 +210,14 @@ def load_predictor(model_uri: str) -> tuple[TrackPredictor, Any]:
     :class:`~.manifest.IncompatibleArtifact`, a damaged file :class:`~.manifest.DamagedArtifact`, each naming the
     model and what to do."""
     local = Path(model_uri) if Path(model_uri).is_dir() else Path(download_artifacts(artifact_uri=model_uri))
-    manifest.check(local / ARTIFACTS_FOLDER, model_uri, _stored_at(model_uri) + "/" + ARTIFACTS_FOLDER)
+    stored = _stored_at(model_uri)  # where the files are kept (``local`` may be a temporary copy)
+    manifest.check(local / ARTIFACTS_FOLDER, model_uri, f"{stored}/{ARTIFACTS_FOLDER}")
     try:
         pyfunc = mlflow.pyfunc.load_model(str(local))
     except (pickle.UnpicklingError, EOFError, zlib.error, yaml.YAMLError) as exc:  # MLflow's own files
-        raise DamagedArtifact(f"{local} is damaged ({type(exc).__name__}: {exc}); {manifest.RETRAIN}") from None
+        raise DamagedArtifact(
+            f"the model files in {stored} are damaged ({type(exc).__name__}: {exc}); {manifest.RETRAIN}"
+        ) from None
     return pyfunc.unwrap_python_model().predictor, pyfunc
 
 

@@ -269,3 +269,17 @@ def test_the_service_refuses_a_damaged_stored_copy_at_start(bento, monkeypatch):
     monkeypatch.setenv(settings.BENTO_MODEL_ENV, str(model.tag))
     with pytest.raises(DamagedArtifact, match=r"predictor\.joblib of .* is damaged"):
         PaperTrack()
+
+
+def test_label_with_a_truncated_mlflow_file_of_the_model_is_one_error_line(registered, tmp_path):
+    """MLflow's own files of the model (here its pickled pyfunc wrapper) carry no papertrack digest, yet a
+    truncated one is still one line naming the model's folder."""
+    truncate(registered["predictor_file"].parent.parent / "python_model.pkl")
+    result = label(tmp_path)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    assert flat(result.output).startswith(
+        f"error: the model files in {registered['predictor_file'].parent.parent} are damaged"
+    )
+    assert "papertrack train" in result.output
