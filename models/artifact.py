@@ -8,6 +8,8 @@ Nothing else turns probabilities into ranked tracks.
 from __future__ import annotations
 
 import json
+import pickle
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,16 +19,24 @@ import mlflow
 import numpy as np
 import pandas as pd
 import sklearn
+import yaml
+from mlflow.artifacts import download_artifacts
 from mlflow.models import ModelSignature
-from mlflow.types.schema import Array, ColSpec, Object, ParamSchema, ParamSpec, Property, Schema
+from mlflow.pyfunc import PythonModel
+from mlflow.types.schema import ColSpec, ParamSchema, ParamSpec, Schema
 
+from papertrack.errors import UsageError
 from papertrack.features.text import model_text
-from papertrack.models.card import DEFAULT_TOP_K, Answer, AreaScore, ModelCard, Track
+from papertrack.models import manifest
+from papertrack.models.answer import DEFAULT_TOP_K, AnswerDict, AreaScoreDict, TrackDict, mlflow_outputs
+from papertrack.models.card import ModelCard
 from papertrack.models.confidence import Confidence
 from papertrack.models.hierarchy import LabelSpace
+from papertrack.models.manifest import DamagedArtifact
 from papertrack.models.neighbors import NeighborIndex
 
 PREDICTOR_FILE = "predictor.joblib"
+ARTIFACTS_FOLDER = "artifacts"  # where MLflow keeps a pyfunc's artifacts inside the model folder
 
 
 class TrackPredictor:
@@ -53,24 +63,12 @@ class TrackPredictor:
         # the labeled training abstracts, for "nearest labeled papers" (models/explain.py)
         self.neighbors = neighbors
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        # a predictor pickled before model cards existed carries an ``info`` dict instead
-        info = state.pop("info", None)
-        state.setdefault("training_profile", None)
-        state.setdefault("confidence", None)  # pickled before calibration existed
-        state.setdefault("neighbors", None)
-        self.__dict__.update(state)
-        if "card" not in state:
-            self.card = ModelCard.from_info(
-                info or {}, self.space.n_labels, len(self.space.areas), bool(state.get("use_title"))
-            )
-
     # --- probabilities ---------------------------------------------------------------------
     def predict_proba(self, abstracts: Sequence[str], titles: Sequence[str | None] | None = None) -> np.ndarray:
         """(n, n_labels) probabilities; every abstract must be a non-empty string."""
         for i, abstract in enumerate(abstracts):
             if not isinstance(abstract, str) or not abstract.strip():
-                raise ValueError(f"row {i}: abstract must be a non-empty string, got {abstract!r:.60}")
+                raise UsageError(f"row {i}: abstract must be a non-empty string, got {abstract!r:.60}")
         titles = titles if titles is not None else [None] * len(abstracts)
         texts = [model_text(a, t, self.use_title) for a, t in zip(abstracts, titles)]
         # The fitted estimators' hyper-parameters were validated at fit time; re-validating them on every
@@ -91,11 +89,11 @@ class TrackPredictor:
             return normalize(method([model_text(a, t, self.use_title) for a, t in zip(abstracts, titles)]))
 
     # --- ranked answers ----------------------------------------------------------------------
-    def rank(self, proba: np.ndarray, top_k: int = DEFAULT_TOP_K) -> list[Answer]:
+    def rank(self, proba: np.ndarray, top_k: int = DEFAULT_TOP_K) -> list[AnswerDict]:
         """Per row: the top_k tracks and every area, each ranked by probability."""
         n_labels = self.space.n_labels
         if not 1 <= top_k <= n_labels:
-            raise ValueError(f"top_k must be between 1 and {n_labels}, got {top_k}")
+            raise UsageError(f"top_k must be between 1 and {n_labels}, got {top_k}")
         labels, areas, subareas = self.space.labels, self.space.areas, self.space.subareas
         track_names = [(labels[j], areas[a], subareas[j]) for j, a in enumerate(self.space.label_area.tolist())]
         area_proba = self.space.area_proba(proba)
@@ -104,15 +102,16 @@ class TrackPredictor:
         # plain Python lists (.tolist() gives the same floats as float(p[j])) instead of numpy scalar indexing
         top_p = np.take_along_axis(proba, top, axis=1).tolist()
         area_p = np.take_along_axis(area_proba, area_order, axis=1).tolist()
-        results: list[Answer] = []
+        results: list[AnswerDict] = []
         for top_row, p_row, order_row, ap_row in zip(top.tolist(), top_p, area_order.tolist(), area_p):
-            tracks: list[Track] = []
+            tracks: list[TrackDict] = []
             for j, p in zip(top_row, p_row):
                 label, area, subarea = track_names[j]
-                tracks.append(Track(label=label, area=area, subarea=subarea, probability=p))
+                tracks.append(TrackDict(label=label, area=area, subarea=subarea, probability=p))
             results.append(
-                Answer(
-                    tracks=tracks, areas=[AreaScore(area=areas[j], probability=p) for j, p in zip(order_row, ap_row)]
+                AnswerDict(
+                    tracks=tracks,
+                    areas=[AreaScoreDict(area=areas[j], probability=p) for j, p in zip(order_row, ap_row)],
                 )
             )
         if self.confidence is not None:
@@ -124,12 +123,12 @@ class TrackPredictor:
 
     def predict(
         self, abstracts: Sequence[str], titles: Sequence[str | None] | None = None, top_k: int = DEFAULT_TOP_K
-    ) -> list[Answer]:
+    ) -> list[AnswerDict]:
         return self.rank(self.predict_proba(abstracts, titles), top_k)
 
-    def predict_frame(self, frame: pd.DataFrame, top_k: int = DEFAULT_TOP_K) -> list[Answer]:
+    def predict_frame(self, frame: pd.DataFrame, top_k: int = DEFAULT_TOP_K) -> list[AnswerDict]:
         if "abstract" not in frame.columns:
-            raise ValueError(f"input needs an 'abstract' column; got columns {list(frame.columns)}")
+            raise UsageError(f"input needs an 'abstract' column; got columns {list(frame.columns)}")
         titles = None
         if "title" in frame.columns:
             titles = [t if isinstance(t, str) else None for t in frame["title"].tolist()]
@@ -137,6 +136,7 @@ class TrackPredictor:
 
     # --- persistence -------------------------------------------------------------------------
     def save(self, path: Path) -> Path:
+        """The predictor alone, pickled (no manifest: :meth:`save_artifacts` writes what a logged model carries)."""
         joblib.dump(self, path, compress=3)
         return path
 
@@ -144,8 +144,14 @@ class TrackPredictor:
     def load(path: Path) -> TrackPredictor:
         predictor = joblib.load(path)
         if not isinstance(predictor, TrackPredictor):
-            raise TypeError(f"{path} does not hold a TrackPredictor")
+            raise DamagedArtifact(f"{path} does not hold a papertrack model; {manifest.RETRAIN}")
         return predictor
+
+    def save_artifacts(self, folder: Path) -> dict[str, str]:
+        """Write the pyfunc's artifacts into ``folder`` — the pickled predictor and its manifest (format version,
+        papertrack version, sha256) — and return them as ``mlflow.pyfunc.log_model``'s ``artifacts``."""
+        path = self.save(folder / PREDICTOR_FILE)
+        return {"predictor": str(path), "manifest": str(manifest.write(folder, [PREDICTOR_FILE]))}
 
 
 def _top_indices(proba: np.ndarray, k: int) -> np.ndarray:
@@ -161,14 +167,16 @@ OUTPUT_COLUMNS = "columns"
 OUTPUT_JSON = "json"
 
 
-class PaperTrackModel(mlflow.pyfunc.PythonModel):
+class PaperTrackModel(PythonModel):
     """The MLflow pyfunc: DataFrame(abstract[, title]) -> DataFrame(tracks, areas[, prediction_set, confident]);
     params top_k and output: "columns" (default, the signature's columns) or "json" (one column ``answer``, each
     answer as one JSON object string — for engines that would otherwise convert the nested columns value by
     value, e.g. ``mlflow.pyfunc.spark_udf(..., result_type="string")``)."""
 
     def load_context(self, context) -> None:
-        self.predictor = TrackPredictor.load(Path(context.artifacts["predictor"]))
+        predictor = Path(context.artifacts["predictor"])
+        manifest.check(predictor.parent)  # the format and the files' digests, before anything is unpickled
+        self.predictor = TrackPredictor.load(predictor)
 
     def predict(self, context, model_input: pd.DataFrame, params: dict | None = None) -> pd.DataFrame:
         top_k = int((params or {}).get("top_k", DEFAULT_TOP_K))
@@ -176,7 +184,7 @@ class PaperTrackModel(mlflow.pyfunc.PythonModel):
             model_input = pd.DataFrame(model_input)
         output = (params or {}).get("output", OUTPUT_COLUMNS)
         if output not in (OUTPUT_COLUMNS, OUTPUT_JSON):
-            raise ValueError(f"output must be {OUTPUT_COLUMNS!r} or {OUTPUT_JSON!r}, got {output!r}")
+            raise UsageError(f"output must be {OUTPUT_COLUMNS!r} or {OUTPUT_JSON!r}, got {output!r}")
         answers = self.predictor.predict_frame(model_input, top_k)
         if output == OUTPUT_JSON:
             return pd.DataFrame({"answer": [json.dumps(a) for a in answers]})
@@ -188,30 +196,49 @@ class PaperTrackModel(mlflow.pyfunc.PythonModel):
 
 
 def signature() -> ModelSignature:
-    track = Object(
-        [
-            Property("label", "string"),
-            Property("area", "string"),
-            Property("subarea", "string", required=False),
-            Property("probability", "double"),
-        ]
-    )
-    area = Object([Property("area", "string"), Property("probability", "double")])
+    """The pyfunc's signature: the input columns, the answer's fields (models/answer.py) as output columns, params."""
     return ModelSignature(
         inputs=Schema([ColSpec("string", "abstract"), ColSpec("string", "title", required=False)]),
-        outputs=Schema(
-            [
-                ColSpec(Array(track), "tracks"),
-                ColSpec(Array(area), "areas"),
-                ColSpec(Array("string"), "prediction_set", required=False),
-                ColSpec("boolean", "confident", required=False),
-            ]
-        ),
+        outputs=mlflow_outputs(),
         params=ParamSchema([ParamSpec("top_k", "long", DEFAULT_TOP_K), ParamSpec("output", "string", OUTPUT_COLUMNS)]),
     )
 
 
 def load_predictor(model_uri: str) -> tuple[TrackPredictor, Any]:
-    """Load a logged/registered pyfunc and return its TrackPredictor and the pyfunc itself."""
-    pyfunc = mlflow.pyfunc.load_model(model_uri)
+    """Load a logged/registered pyfunc (a model URI or a local model folder) and return its TrackPredictor and the
+    pyfunc itself. The artifact's manifest is checked first: another format is
+    :class:`~.manifest.IncompatibleArtifact`, a damaged file :class:`~.manifest.DamagedArtifact`, each naming the
+    model and what to do."""
+    local = Path(model_uri) if Path(model_uri).is_dir() else Path(download_artifacts(artifact_uri=model_uri))
+    stored = _stored_at(model_uri)  # where the files are kept (``local`` may be a temporary copy)
+    manifest.check(local / ARTIFACTS_FOLDER, model_uri, f"{stored}/{ARTIFACTS_FOLDER}")
+    try:
+        pyfunc = mlflow.pyfunc.load_model(str(local))
+    except (pickle.UnpicklingError, EOFError, zlib.error, yaml.YAMLError) as exc:  # MLflow's own files
+        raise DamagedArtifact(
+            f"the model files in {stored} are damaged ({type(exc).__name__}: {exc}); {manifest.RETRAIN}"
+        ) from None
     return pyfunc.unwrap_python_model().predictor, pyfunc
+
+
+def _stored_at(model_uri: str) -> str:
+    """Where the model's files are kept, for messages: a local folder when the artifact store is one (not the
+    temporary copy that was checked), else its artifact URI."""
+    from urllib.parse import urlparse
+    from urllib.request import url2pathname
+
+    try:
+        if model_uri.startswith("models:/"):
+            from mlflow.store.artifact.models_artifact_repo import ModelsArtifactRepository
+
+            uri = ModelsArtifactRepository.get_underlying_uri(model_uri)
+        elif model_uri.startswith("runs:/"):
+            from mlflow.store.artifact.runs_artifact_repo import RunsArtifactRepository
+
+            uri = RunsArtifactRepository.get_underlying_uri(model_uri)
+        else:
+            uri = model_uri
+    except Exception:  # only for the message: the URI itself then
+        return model_uri
+    parsed = urlparse(uri)
+    return url2pathname(parsed.path) if parsed.scheme == "file" else uri

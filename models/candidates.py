@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -108,7 +109,7 @@ def _cnb(kind: str, alpha: float, expected_ms: float = 0.2) -> Candidate:
 
 def _lightgbm(kind: str, components: int, default: bool = True, expected_ms: float = 0.4) -> Candidate:
     # 85 classes means 85 trees per boosting round: few shallow rounds keep a 5-fold CV near a minute
-    lgbm = dict(
+    lgbm: dict[str, Any] = dict(
         n_estimators=60,
         learning_rate=0.15,
         num_leaves=7,

@@ -1,45 +1,16 @@
-"""The model card and the typed answers of the prediction artifact.
+"""The model card: who a fitted model is.
 
-:class:`ModelCard` is who a fitted model is — candidate, family, training data digest, MLflow run,
-cross-validated metrics, label-space facts — built once where the model is logged
-(:mod:`papertrack.training.sweep`) and read everywhere else (service, labeler, BentoML import).
-:class:`Track`, :class:`AreaScore` and :class:`Answer` are what :meth:`TrackPredictor.predict`
-returns; they are ``TypedDict``s, so an answer serialises to exactly the JSON it always had (plus
-``prediction_set`` and ``confident`` when the artifact is calibrated).
+:class:`ModelCard` is candidate, family, training data digest, MLflow run, cross-validated metrics and
+label-space facts — built once where the model is logged (:mod:`papertrack.training.sweep`) and read everywhere
+else (service, labeler, BentoML import). The answer a model gives is :mod:`papertrack.models.answer`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any, NotRequired, TypedDict
-
-DEFAULT_TOP_K = 3  # tracks per answer unless asked otherwise
-
-
-class Track(TypedDict):
-    label: str
-    area: str
-    subarea: str | None
-    probability: float
-
-
-class AreaScore(TypedDict):
-    area: str
-    probability: float
-
-
-CONFIDENCE_FIELDS = ("prediction_set", "confident")
-"""The answer fields a calibrated artifact adds (models/confidence.py); e.g. the labeler's CSV columns."""
-
-
-class Answer(TypedDict):
-    tracks: list[Track]
-    areas: list[AreaScore]
-    # present when the artifact carries a confidence calibration (models/confidence.py):
-    prediction_set: NotRequired[list[str]]  # conformal set at the nominal coverage, most probable first
-    confident: NotRequired[bool]  # top-1 probability reaches the threshold chosen for the target precision
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -76,26 +47,7 @@ class ModelCard:
             "use_title": self.use_title,
         }
 
-    @classmethod
-    def from_info(
-        cls, info: Mapping[str, Any], n_labels: int = 0, n_areas: int = 0, use_title: bool = False
-    ) -> ModelCard:
-        """The card of a model logged before cards existed (its ``info`` dict); missing facts are ''."""
-        return cls(
-            candidate=str(info.get("candidate") or ""),
-            family=str(info.get("family") or ""),
-            data_digest=str(info.get("data_digest") or ""),
-            run_id=str(info.get("run_id") or ""),
-            metrics=dict(info.get("metrics") or {}),
-            n_labels=n_labels,
-            n_areas=n_areas,
-            use_title=use_title,
-        )
-
-    def __getstate__(self):
-        return self.to_dict()
-
-    def __setstate__(self, state):
-        for key, value in state.items():
-            object.__setattr__(self, key, value)
-        self.__post_init__()
+    def __reduce__(self) -> tuple[type[ModelCard], tuple[Any, ...]]:
+        """Pickled as its constructor's arguments (the read-only metrics mapping itself does not pickle)."""
+        state = self.to_dict()
+        return type(self), tuple(state[f.name] for f in fields(self))

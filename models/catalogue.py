@@ -21,7 +21,7 @@ def _catalogue() -> dict[str, Candidate]:
     by_name: dict[str, Candidate] = {}
     for candidate in [*singles, *ensemble_candidates({c.name: c for c in singles})]:
         if candidate.name in by_name:
-            raise ValueError(f"candidate {candidate.name!r} is declared twice")
+            raise UsageError(f"candidate {candidate.name!r} is declared twice")
         by_name[candidate.name] = candidate
     return by_name
 
@@ -32,7 +32,7 @@ CANDIDATES: dict[str, Candidate] = _catalogue()
 def register(candidate: Candidate) -> Candidate:
     """Add a candidate to the catalogue (its name must be new)."""
     if candidate.name in CANDIDATES:
-        raise ValueError(f"candidate {candidate.name!r} is registered twice")
+        raise UsageError(f"candidate {candidate.name!r} is registered twice")
     CANDIDATES[candidate.name] = candidate
     return candidate
 
@@ -41,7 +41,7 @@ def ensemble_candidate(name: str, members: Sequence[str], **options) -> Candidat
     """An ensemble of catalogue candidates named ``members`` (options: see :func:`ensemble_of`)."""
     missing = [m for m in members if m not in CANDIDATES]
     if missing:
-        raise ValueError(f"ensemble {name!r}: member(s) {', '.join(missing)} are not registered candidates")
+        raise UsageError(f"ensemble {name!r}: member(s) {', '.join(missing)} are not registered candidates")
     return ensemble_of(name, [CANDIDATES[m] for m in members], **options)
 
 

@@ -43,6 +43,9 @@ def analyzer():
     return TfidfVectorizer(**FEATURE_SETTINGS["word"]).build_analyzer()
 
 
+MEDIAN_SOURCE = "the holdout's median"  # the default unsure_below's source
+
+
 @dataclass(frozen=True)
 class TrainingProfile:
     labels: tuple[str, ...]  # the label space, in order
@@ -56,7 +59,7 @@ class TrainingProfile:
     holdout_oov: np.ndarray  # ... terms outside the other folds' vocabulary
     holdout_terms: np.ndarray  # ... terms
     unsure_below: float  # a top-1 probability below this is "unsure" (see unsure())
-    unsure_source: str = "the holdout's median"  # where unsure_below comes from, for the report
+    unsure_source: str = MEDIAN_SOURCE  # where unsure_below comes from, for the report
     version: int = PROFILE_VERSION
 
     @property
@@ -105,7 +108,7 @@ def build_profile(
         holdout_oov=oov,
         holdout_terms=np.array([len(terms) for terms in doc_terms], dtype=np.int32),
         unsure_below=float(np.median(top1)) if unsure_below is None else float(unsure_below),
-        **({"unsure_source": unsure_source} if unsure_source else {}),
+        unsure_source=unsure_source or MEDIAN_SOURCE,
     )
 
 

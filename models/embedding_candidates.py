@@ -8,6 +8,8 @@ is not installed).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.decomposition import PCA
@@ -117,7 +119,7 @@ def _emb_knn(backend: str, k: int, temperature: float, smoothing: float) -> Cand
 def _emb_lightgbm(backend: str, components: int) -> Candidate:
     # Kept cheap (about 1 s per fit on 2 cores): PCA to 64 dimensions, 40 shallow rounds. With 85
     # classes, a high learning rate needs max_delta_step and reg_lambda, or rare classes diverge.
-    lgbm = dict(
+    lgbm: dict[str, Any] = dict(
         n_estimators=40,
         learning_rate=0.2,
         num_leaves=4,

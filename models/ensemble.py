@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from functools import partial
+from typing import Any
 
 import joblib
 import numpy as np
@@ -72,7 +73,7 @@ class WeightedEnsemble(ClassifierMixin, BaseEstimator):
     feature step: it is fitted once, transforms once per prediction and is stored once in the pickle.
     """
 
-    def __init__(self, members: Sequence[tuple[str, object, float]], n_labels: int, rule: str = "mean"):
+    def __init__(self, members: Sequence[tuple[str, Any, float]], n_labels: int, rule: str = "mean"):
         self.members = members
         self.n_labels = n_labels
         self.rule = rule
@@ -93,7 +94,7 @@ class WeightedEnsemble(ClassifierMixin, BaseEstimator):
         for i, (_, model) in enumerate(active):
             key = feature_signature(model.features) if isinstance(model, TextClassifier) else f"own-{i}"
             groups.setdefault(key, []).append(i)
-        fitted: list[object | None] = [None] * len(active)
+        fitted: list[Any] = [None] * len(active)
         self.groups_ = []
         for key, indices in groups.items():
             if key.startswith("own-"):
@@ -119,20 +120,13 @@ class WeightedEnsemble(ClassifierMixin, BaseEstimator):
             matrix = features.transform(texts)
             for i in indices:
                 probas[i] = self.members_[i][1].proba_from_features(matrix)
-        return probas
+        return [p for p in probas if p is not None]  # every member has answered
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         return combine(self.member_proba(texts), [w for _, _, w in self.members_], self.rule)
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
         return self.predict_proba(texts).argmax(axis=1)
-
-    def __setstate__(self, state: dict) -> None:
-        # An ensemble pickled before the estimator rules held its fitted members in ``members``
-        # (only those with a positive, normalised weight): they are its ``members_`` now.
-        if "members_" not in state and "groups_" in state:
-            state = {**state, "members_": state["members"], "classes_": np.arange(state["n_labels"])}
-        super().__setstate__(state)
 
     def text_features(self, texts: Sequence[str]):
         """Every distinct feature step's rows side by side, each block scaled to unit length times the

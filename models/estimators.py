@@ -61,18 +61,6 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         """The classifier's probabilities for already-transformed rows, over the full label space."""
         return expand_proba(self.classifier_.predict_proba(matrix), self.classifier_.classes_, self.n_labels)
 
-    def __setstate__(self, state: dict) -> None:
-        # A classifier pickled before the estimator rules held its fitted parts in ``features`` and
-        # ``classifier``: they are its fitted parts now too (and its params, as they always were).
-        if "classifier_" not in state and "classifier" in state and hasattr(state["classifier"], "classes_"):
-            state = {
-                **state,
-                "features_": state["features"],
-                "classifier_": state["classifier"],
-                "classes_": np.arange(state["n_labels"]),
-            }
-        super().__setstate__(state)
-
 
 class TemperatureScaled(ClassifierMixin, BaseEstimator):
     """Turns a classifier's scores (decision values, or log-probabilities) into probabilities with a

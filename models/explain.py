@@ -24,16 +24,19 @@ import re
 import weakref
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import sklearn
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
 from sklearn.pipeline import FeatureUnion
 
-from papertrack.models.card import Answer
+from papertrack.models.answer import AnswerDict
 from papertrack.models.estimators import TemperatureScaled, TextClassifier
 from papertrack.models.neighbors import DEFAULT_NEIGHBORS, Neighbor
+
+if TYPE_CHECKING:
+    from papertrack.models.artifact import TrackPredictor
 
 DEFAULT_TERMS = 10
 MAX_OCCLUSION = 40
@@ -56,7 +59,7 @@ class Method(TypedDict):
     detail: str
 
 
-class Explanation(Answer):
+class Explanation(AnswerDict):
     method: Method
     explanations: list[TrackExplanation]
     neighbors: list[Neighbor]
@@ -203,7 +206,7 @@ class Explainer:
         row = row.tocsr()
         cols, values = row.indices, row.data
         spans = _Spans(abstract, linear)
-        out = []
+        out: list[list[Term]] = []
         for label in labels:
             if label not in linear.column or len(cols) == 0:
                 out.append([])
@@ -305,7 +308,7 @@ def explainer_for(predictor) -> Explainer:
 
 
 def explain(
-    predictor,
+    predictor: TrackPredictor,
     abstract: str,
     title: str | None = None,
     top_k: int = 3,
@@ -326,9 +329,10 @@ def explain(
     labels = [label_index[t["label"]] for t in answer["tracks"]]
     terms = explainer.terms(abstract, text, labels, n_terms, proba[0], title, row)
     index = getattr(predictor, "neighbors", None)
-    return Explanation(
+    explanation: Explanation = {
         **answer,
-        method=explainer.method,
-        explanations=[TrackExplanation(label=t["label"], terms=ts) for t, ts in zip(answer["tracks"], terms)],
-        neighbors=index.query(abstract, n_neighbors) if index is not None and n_neighbors else [],
-    )
+        "method": explainer.method,
+        "explanations": [TrackExplanation(label=t["label"], terms=ts) for t, ts in zip(answer["tracks"], terms)],
+        "neighbors": index.query(abstract, n_neighbors) if index is not None and n_neighbors else [],
+    }
+    return explanation

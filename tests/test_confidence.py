@@ -117,24 +117,3 @@ def test_trained_artifact_answers_sets_and_logs_coverage(trained):
     assert run.data.metrics["conformal_nominal_coverage"] == pytest.approx(0.9)
     logged = {a.path for a in MlflowClient().list_artifacts(result.winner.run_id, "plots")}
     assert "plots/risk_coverage.png" in logged
-
-
-def test_a_predictor_pickled_before_calibration_answers_as_before(trained, tmp_path):
-    import joblib
-
-    from papertrack import store
-    from papertrack.models.artifact import TrackPredictor, load_predictor
-
-    store.configure()
-    predictor, _ = load_predictor(trained["model_uri"])
-    state = dict(predictor.__dict__)
-    state.pop("confidence")
-    state.pop("neighbors")
-    old = TrackPredictor.__new__(TrackPredictor)
-    old.__setstate__(state)
-    path = tmp_path / "old.joblib"
-    joblib.dump(old, path)
-    loaded = TrackPredictor.load(path)
-    assert loaded.confidence is None and loaded.neighbors is None
-    answer = loaded.predict(["graph neural networks for molecules"])[0]
-    assert set(answer) == {"tracks", "areas"}

@@ -87,16 +87,10 @@ def test_unseen_vocabulary_raises_the_out_of_vocabulary_share(fitted):
     assert "oov_share" in report["outside"]
 
 
-def test_the_profile_survives_save_and_load_and_old_models_have_none(fitted, tmp_path):
+def test_the_profile_survives_save_and_load(fitted, tmp_path):
     predictor, texts, _ = fitted
     loaded = TrackPredictor.load(predictor.save(tmp_path / "p.joblib"))
     assert loaded.training_profile.vocabulary == predictor.training_profile.vocabulary
-    old = TrackPredictor(predictor.classifier, predictor.space, predictor.card)
-    state = dict(old.__dict__)
-    del state["training_profile"]  # a predictor pickled before profiles existed
-    revived = TrackPredictor.__new__(TrackPredictor)
-    revived.__setstate__(state)
-    assert revived.training_profile is None
 
 
 def test_label_command_prints_and_writes_the_drift_report(trained, tmp_path, data_dir):

@@ -116,38 +116,6 @@ def test_composite_estimators_follow_the_scikit_learn_rules(kind):
     assert embedding_steps(model) == []
 
 
-def test_a_classifier_pickled_before_the_estimator_rules_still_predicts():
-    """Old pickles held fitted parts in ``features``/``classifier`` (ensembles: in ``members``)."""
-    import pickle
-
-    from papertrack.models.ensemble import WeightedEnsemble
-
-    space = LabelSpace.from_labels(LABELS)
-    y = space.encode(LABELS)
-    new = WeightedEnsemble(_tfidf_members(space.n_labels), space.n_labels).fit(TEXTS, y)
-    expected = new.predict_proba(TEXTS[:4])
-    # the state an old pickle carried: fitted members in ``members``, fitted steps in ``features``
-    old_members = [
-        (name, {"features": m.features_, "classifier": m.classifier_, "n_labels": m.n_labels}, w)
-        for name, m, w in new.members_
-    ]
-    old = WeightedEnsemble.__new__(WeightedEnsemble)
-    members = []
-    for name, state, w in old_members:
-        member = type(new.members_[0][1]).__new__(type(new.members_[0][1]))
-        member.__setstate__(state)
-        members.append((name, member, w))
-    old.__setstate__(
-        {
-            "members": members,
-            "n_labels": space.n_labels,
-            "rule": new.rule,
-            "groups_": [(members[0][1].features_, [0, 1])],
-        }
-    )
-    np.testing.assert_allclose(pickle.loads(pickle.dumps(old)).predict_proba(TEXTS[:4]), expected)
-
-
 def test_fitted_weights_are_column_major_so_predict_reads_them_in_place():
     """X @ W.T with W row-major made scipy copy W on every call (17 of 20 ms per /predict for a bigram NB)."""
     from sklearn.feature_extraction.text import TfidfVectorizer

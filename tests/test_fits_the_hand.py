@@ -320,7 +320,7 @@ def test_the_page_csv_is_the_cli_csv():  # mock answers: no model, no server (no
         pytest.skip("Chromium is missing")
     playwright_api = pytest.importorskip("playwright.sync_api")
     from papertrack.features.ingest import Record
-    from papertrack.models.card import CONFIDENCE_FIELDS
+    from papertrack.models.answer import CONFIDENCE_FIELDS
     from papertrack.serving.batch.labeler.rows import RowFormat
 
     def answer(probabilities, prediction_set, confident):

@@ -25,7 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from papertrack import __version__, registry, store
 from papertrack.errors import UsageError
-from papertrack.models.artifact import PREDICTOR_FILE, PaperTrackModel, TrackPredictor, signature
+from papertrack.models.artifact import PaperTrackModel, TrackPredictor, signature
 from papertrack.models.candidates import Candidate
 from papertrack.models.card import ModelCard
 from papertrack.models.catalogue import CANDIDATES, select
@@ -641,11 +641,11 @@ def _refit_and_log(winner: CandidateResult, data: TrainingSet, seed: int, use_ti
             unsure_below=predictor.confidence.top1_threshold,
             unsure_source="not confident",
         )
-        path = predictor.save(Path(tmp) / PREDICTOR_FILE)
+        artifacts = predictor.save_artifacts(Path(tmp))  # the pickled predictor and its manifest
         logged = mlflow.pyfunc.log_model(
             name="model",
             python_model=PaperTrackModel(),
-            artifacts={"predictor": str(path)},
+            artifacts=artifacts,
             signature=signature(),
             input_example=example,
             pip_requirements=pip_requirements(winner.candidate),

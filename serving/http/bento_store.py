@@ -9,8 +9,10 @@ The service finds its model by the tag in ``$PAPERTRACK_BENTO_MODEL`` (set by ``
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from papertrack import registry, settings, store
 from papertrack.errors import NoModelError
@@ -19,6 +21,8 @@ from papertrack.serving.model_loader import TRAIN_HINT
 BENTO_MODEL_NAME = "papertrack"
 DEFAULT_MODEL_TAG = f"{BENTO_MODEL_NAME}:latest"
 MLFLOW_MODEL_FOLDER = "mlflow_model"  # where bentoml.mlflow keeps the MLflow model inside a BentoML model
+
+logger = logging.getLogger(__name__)
 
 
 def model_tag() -> str:
@@ -73,17 +77,30 @@ def find_champion(alias: str = settings.CHAMPION, name: str = settings.MODEL_NAM
 
 
 def import_champion(alias: str = settings.CHAMPION, name: str = settings.MODEL_NAME):
-    """Import ``models:/<name>@<alias>`` into the BentoML store (once per version) and return the bentoml.Model."""
+    """Import ``models:/<name>@<alias>`` into the BentoML store (once per version) and return the bentoml.Model.
+
+    The copy is checked against the artifact's manifest (format, sha256): a damaged stored copy is replaced by a
+    fresh import from the registry; a model of another format, or a damaged one in the registry, is an
+    :class:`~papertrack.models.manifest.ArtifactError` that says what to do."""
     import bentoml
     from bentoml.exceptions import NotFound
 
+    from papertrack.models.manifest import DamagedArtifact
+
     champion = find_champion(alias, name)
     try:
-        return bentoml.models.get(champion.bento_tag)
+        model = bentoml.models.get(champion.bento_tag)
     except NotFound:
         pass
+    else:
+        try:
+            check_stored(model)
+            return model
+        except DamagedArtifact as exc:
+            logger.warning("%s; importing it again from %s", exc, champion.model_uri)
+            bentoml.models.delete(champion.bento_tag)
     metrics = registry.version_metrics(champion)
-    return bentoml.mlflow.import_model(
+    bentoml.mlflow.import_model(
         champion.bento_tag,
         champion.model_uri,
         labels={"registered_model": name, "version": champion.version, "alias": alias},
@@ -98,6 +115,24 @@ def import_champion(alias: str = settings.CHAMPION, name: str = settings.MODEL_N
             "metrics": metrics,
         },
     )
+    model = bentoml.models.get(champion.bento_tag)  # the copy in the store (import_model's is its staging copy)
+    try:
+        check_stored(model, champion.model_uri)
+    except DamagedArtifact:  # the registry's own copy is damaged: keep no copy of it, name the registry's file
+        bentoml.models.delete(champion.bento_tag)
+        from papertrack.models.artifact import load_predictor
+
+        load_predictor(champion.model_uri)  # the same check on the registry's copy; its error names the file there
+        raise
+    return model
+
+
+def check_stored(model, shown: str | None = None) -> None:
+    """Check a stored copy's manifest (format version, sha256 of its files) before it is served."""
+    from papertrack.models.artifact import ARTIFACTS_FOLDER
+    from papertrack.models.manifest import check
+
+    check(Path(model.path_of(MLFLOW_MODEL_FOLDER)) / ARTIFACTS_FOLDER, shown or str(model.tag))
 
 
 def stored_model(tag: str | None = None):

@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 from papertrack.features.ingest import has_content
-from papertrack.models.card import DEFAULT_TOP_K
+from papertrack.models.answer import DEFAULT_TOP_K, Answer
 from papertrack.serving.limits import MAX_ABSTRACT_CHARS, MAX_BATCH, MAX_TITLE_CHARS
 
 MAX_TOP_K = 1_000
@@ -124,41 +124,14 @@ class PredictBatchRequest(BaseModel):
 # --------------------------------------------------------------------------- responses
 
 
-class Track(BaseModel):
-    label: str = Field(description='"Area · Subarea", or the area alone for area-only labels.')
-    area: str
-    subarea: str | None = None
-    probability: float
-
-
-class AreaScore(BaseModel):
-    area: str
-    probability: float = Field(description="Sum of the probabilities of the area's labels.")
-
-
 class ModelInfo(BaseModel):
     name: str
     version: str
     run_id: str
 
 
-class PaperResult(BaseModel):
-    tracks: list[Track] = Field(description="The top_k tracks, most probable first.")
-    areas: list[AreaScore] = Field(description="Every area, most probable first.")
-    prediction_set: list[str] | None = Field(
-        None,
-        description=(
-            "Conformal prediction set: the most probable labels that together hold the true one for about 90% of "
-            "abstracts (nominal coverage, calibrated on held-out predictions at training time)."
-        ),
-    )
-    confident: bool | None = Field(
-        None,
-        description=(
-            "True when the top-1 probability reaches the threshold chosen at training time for the target "
-            "top-1 precision; false means: treat the answer as unsure and look at prediction_set."
-        ),
-    )
+class PaperResult(Answer):  # the answer schema (models/answer.py) as the service's result for one paper
+    pass
 
 
 class PredictResponse(PaperResult):

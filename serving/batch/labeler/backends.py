@@ -3,7 +3,7 @@
 A backend has ``label(records, k) -> list[Answer | str]`` (one answer per record, in order; a string is
 the reason a record was rejected), ``labels``/``n_labels`` (the model's label set), ``identity`` (what a
 resumed run must still use), ``description`` (for the log line) and ``close()``. Both backends answer
-with :meth:`TrackPredictor.predict`'s :class:`~papertrack.models.card.Answer` — locally by calling it,
+with :meth:`TrackPredictor.predict`'s :class:`~papertrack.models.answer.AnswerDict` — locally by calling it,
 over HTTP through ``/predict_batch`` (which calls it) — so the rows do not depend on the backend.
 """
 
@@ -18,7 +18,7 @@ from papertrack.serving.batch.labeler.errors import LabelError, ModelMissing
 from papertrack.serving.limits import MAX_ABSTRACT_CHARS, MAX_BATCH, MAX_TITLE_CHARS
 
 if TYPE_CHECKING:
-    from papertrack.models.card import Answer
+    from papertrack.models.answer import AnswerDict as Answer
 
 
 class Backend(Protocol):

@@ -1,6 +1,6 @@
 """Output rows: one per labeled record (JSONL object or CSV line) and one per error, as bytes.
 
-A row is built from the record and the model's :class:`~papertrack.models.card.Answer` by :func:`row`
+A row is built from the record and the model's :class:`~papertrack.models.answer.AnswerDict` by :func:`row`
 — the one place that extracts the top-k tracks, the top area and ``in_top_k``. Fields of the answer
 beyond ``tracks``/``areas`` (e.g. a prediction set) flow through: JSONL rows carry every one of them
 after ``in_top_k``; a CSV file has a fixed header, so it carries the ones named in ``extras``

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, detect_format, iter_records, open_input
-from papertrack.models.card import CONFIDENCE_FIELDS
+from papertrack.models.answer import CONFIDENCE_FIELDS
 from papertrack.serving.batch.labeler import checkpoint, outputs
 from papertrack.serving.batch.labeler.checkpoint import Paths, default_errors_path, fingerprint
 from papertrack.serving.batch.labeler.errors import LabelError

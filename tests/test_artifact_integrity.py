@@ -1,0 +1,285 @@
+"""The artifact's format version and integrity (issue 18, issue 19 item 10).
+
+A model is logged with a manifest — format version, papertrack version, sha256 of the pickled predictor — and
+nothing of it is unpickled before the manifest is checked: an artifact of another format is refused with
+"retrain with this version", a damaged or truncated file is named with the fix. `papertrack label` says so in one
+``error:`` line; `papertrack serve` repairs a damaged copy in the BentoML store from the registry, and refuses
+(one ``error:`` line, before any worker starts) when the registry's own copy is bad.
+
+A tiny synthetic model (tests/synthetic_corpus.py) is logged into a temporary store per test: seconds, and the
+session's trained champion is never touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from papertrack import __version__
+from papertrack.models import manifest
+from papertrack.models.manifest import DamagedArtifact, IncompatibleArtifact
+
+from .conftest import bentoml_home
+from .synthetic_corpus import fitted_predictor
+
+os.environ.setdefault("BENTOML_DO_NOT_TRACK", "true")
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+ABSTRACT = "attention transformer heads tokens softmax query keys sequence. We report experiments on standard data."
+
+
+@pytest.fixture(scope="module")
+def predictor():
+    return fitted_predictor(per_label=12)[0]
+
+
+@pytest.fixture
+def saved(predictor, tmp_path):
+    folder = tmp_path / "artifacts"
+    folder.mkdir()
+    return folder, predictor.save_artifacts(folder)
+
+
+def flip_a_byte(path: Path, at: int | None = None) -> None:
+    data = bytearray(path.read_bytes())
+    at = len(data) // 2 if at is None else at
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+# --------------------------------------------------------------------------- the manifest
+
+
+def test_save_writes_the_predictor_and_a_manifest_with_format_version_and_digest(saved):
+    folder, artifacts = saved
+    assert set(artifacts) == {"predictor", "manifest"}
+    assert Path(artifacts["predictor"]) == folder / "predictor.joblib"
+    written = json.loads((folder / "papertrack.json").read_text(encoding="utf-8"))
+    expected = hashlib.sha256((folder / "predictor.joblib").read_bytes()).hexdigest()
+    assert written == {"format": 2, "papertrack": __version__, "sha256": {"predictor.joblib": expected}}
+    assert manifest.check(folder) == written
+
+
+def test_another_format_is_refused_with_retrain(saved):
+    folder, _ = saved
+    path = folder / "papertrack.json"
+    path.write_text(json.dumps({"format": 1, "papertrack": "0.0.9", "sha256": {}}), encoding="utf-8")
+    with pytest.raises(IncompatibleArtifact) as caught:
+        manifest.check(folder, "models:/papertrack@champion")
+    assert str(caught.value) == (
+        "models:/papertrack@champion was written by papertrack 0.0.9 (format 1); this is format 2 — "
+        "retrain with this version: papertrack train"
+    )
+
+
+def test_an_artifact_without_manifest_is_refused_with_retrain(saved):
+    folder, _ = saved
+    (folder / "papertrack.json").unlink()
+    with pytest.raises(
+        IncompatibleArtifact, match=r"earlier papertrack \(no format version\); this is format 2 — retrain"
+    ):
+        manifest.check(folder, "m")
+
+
+@pytest.mark.parametrize("damage", [flip_a_byte, truncate, Path.unlink], ids=["flipped-byte", "truncated", "missing"])
+def test_a_damaged_predictor_file_is_named(saved, damage):
+    folder, _ = saved
+    damage(folder / "predictor.joblib")
+    with pytest.raises(DamagedArtifact) as caught:
+        manifest.check(folder, "models:/papertrack/1")
+    message = str(caught.value)
+    assert message.startswith(f"{folder}/predictor.joblib of models:/papertrack/1 is ")
+    assert "papertrack train" in message and caught.value.file == "predictor.joblib"
+
+
+def test_a_damaged_manifest_is_named(saved):
+    folder, _ = saved
+    truncate(folder / "papertrack.json")
+    with pytest.raises(DamagedArtifact, match=r"papertrack\.json of m is damaged"):
+        manifest.check(folder, "m")
+
+
+# --------------------------------------------------------------------------- a registered model
+
+
+@pytest.fixture
+def registered(predictor, tmp_path, monkeypatch):
+    """``predictor`` logged as the pyfunc and registered as papertrack@champion in a temporary store."""
+    import mlflow
+    from mlflow import MlflowClient
+
+    from papertrack import store
+    from papertrack.models.artifact import PaperTrackModel, signature
+
+    monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
+    store.configure()
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    with mlflow.start_run():
+        logged = mlflow.pyfunc.log_model(
+            name="model",
+            python_model=PaperTrackModel(),
+            artifacts=predictor.save_artifacts(staging),
+            signature=signature(),
+        )
+    version = mlflow.register_model(logged.model_uri, "papertrack")
+    client = MlflowClient()
+    client.set_registered_model_alias("papertrack", "champion", version.version)
+    for key, value in {"candidate": "synthetic-logreg", "data_digest": "test"}.items():  # as the sweep tags it
+        client.set_model_version_tag("papertrack", version.version, key, value)
+    (stored,) = (tmp_path / "home").rglob("predictor.joblib")
+    yield {"predictor_file": stored, "manifest_file": stored.parent / "papertrack.json", "home": tmp_path / "home"}
+    monkeypatch.undo()
+    store.configure()  # back to the session's store
+
+
+def label(tmp_path: Path, *args: str):
+    from typer.testing import CliRunner
+
+    from papertrack.cli import app
+
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"id": "p1", "abstract": ABSTRACT}) + "\n", encoding="utf-8")
+    return CliRunner().invoke(app, ["label", str(source), "-o", str(tmp_path / "out.jsonl"), *args])
+
+
+def test_a_good_registered_model_loads_and_labels(registered, tmp_path):
+    from papertrack.models.artifact import load_predictor
+
+    loaded, _ = load_predictor("models:/papertrack@champion")
+    assert loaded.predict([ABSTRACT])[0]["tracks"][0]["label"] == "Deep Learning · Attention Mechanisms"
+    result = label(tmp_path)
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "out.jsonl").read_text(encoding="utf-8"))["id"] == "p1"
+
+
+@pytest.mark.parametrize("damage", [flip_a_byte, truncate], ids=["flipped-byte", "truncated"])
+def test_label_with_a_damaged_registered_model_is_one_error_line_naming_the_file(registered, tmp_path, damage):
+    damage(registered["predictor_file"])
+    result = label(tmp_path)
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert f"{registered['predictor_file']} of models:/papertrack@champion is damaged" in flat(result.output)
+    assert "papertrack train" in result.output
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_label_with_a_model_of_another_format_is_refused_with_retrain(registered, tmp_path):
+    path = registered["manifest_file"]
+    old = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**old, "format": 1, "papertrack": "0.0.9"}), encoding="utf-8")
+    result = label(tmp_path)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert flat(result.output) == (
+        "error: models:/papertrack@champion was written by papertrack 0.0.9 (format 1); this is format 2 — "
+        "retrain with this version: papertrack train"
+    )
+
+
+# --------------------------------------------------------------------------- the BentoML store and serve
+
+
+@pytest.fixture
+def bento(registered, tmp_path):
+    with bentoml_home(tmp_path / "bentoml") as home:
+        yield home
+
+
+def stored_predictor(model) -> Path:
+    return Path(model.path_of("mlflow_model")) / "artifacts" / "predictor.joblib"
+
+
+def serve(monkeypatch):
+    """`papertrack serve` up to the point where it would hand the process to BentoML (recorded instead)."""
+    from typer.testing import CliRunner
+
+    from papertrack.cli import app
+    from papertrack.serving import commands
+
+    handed_over = []
+    monkeypatch.setattr(commands.os, "execve", lambda *args: handed_over.append(args))
+    result = CliRunner().invoke(app, ["serve", "--port", "3998"])
+    return result, handed_over
+
+
+def test_serve_repairs_a_damaged_copy_in_the_bento_store_from_the_registry(bento, monkeypatch):
+    import bentoml
+
+    from papertrack.serving.http import bento_store as store
+
+    model = store.import_champion()
+    good = stored_predictor(model).read_bytes()
+    flip_a_byte(stored_predictor(model))
+    result, handed_over = serve(monkeypatch)
+    assert result.exit_code == 0, result.output
+    assert len(handed_over) == 1  # the server was started, on the repaired copy
+    assert stored_predictor(bentoml.models.get(model.tag)).read_bytes() == good
+    warning = flat(result.output).split("warning: ")[1]
+    assert warning.startswith(f"{stored_predictor(model).parent}/predictor.joblib of {model.tag} is damaged")
+    assert "importing it again from models:/papertrack/1" in warning
+
+
+def test_serve_refuses_a_damaged_registered_model_in_one_line(bento, registered, monkeypatch):
+    truncate(registered["predictor_file"])
+    result, handed_over = serve(monkeypatch)
+    assert result.exit_code == 2 and not handed_over
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert "predictor.joblib" in result.output and "models:/papertrack/1" in flat(result.output)
+    assert "papertrack train" in result.output
+
+
+def test_serve_refuses_a_model_of_another_format(bento, registered, monkeypatch):
+    from papertrack.serving.http import bento_store as store
+
+    model = store.import_champion()
+    path = Path(model.path_of("mlflow_model")) / "artifacts" / "papertrack.json"
+    path.write_text(json.dumps({"format": 1, "papertrack": "0.0.9", "sha256": {}}), encoding="utf-8")
+    result, handed_over = serve(monkeypatch)
+    assert result.exit_code == 2 and not handed_over
+    assert flat(result.output) == (
+        f"error: {model.tag} was written by papertrack 0.0.9 (format 1); this is format 2 — "
+        "retrain with this version: papertrack train"
+    )
+
+
+def test_the_service_refuses_a_damaged_stored_copy_at_start(bento, monkeypatch):
+    from papertrack import settings
+    from papertrack.serving.http import bento_store as store
+    from papertrack.serving.http.service import PaperTrack
+
+    model = store.import_champion()
+    flip_a_byte(stored_predictor(model))
+    monkeypatch.setenv(settings.BENTO_MODEL_ENV, str(model.tag))
+    with pytest.raises(DamagedArtifact, match=r"predictor\.joblib of .* is damaged"):
+        PaperTrack()
+
+
+def test_label_with_a_truncated_mlflow_file_of_the_model_is_one_error_line(registered, tmp_path):
+    """MLflow's own files of the model (here its pickled pyfunc wrapper) carry no papertrack digest, yet a
+    truncated one is still one line naming the model's folder."""
+    truncate(registered["predictor_file"].parent.parent / "python_model.pkl")
+    result = label(tmp_path)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    assert flat(result.output).startswith(
+        f"error: the model files in {registered['predictor_file'].parent.parent} are damaged"
+    )
+    assert "papertrack train" in result.output
