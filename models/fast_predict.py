@@ -71,6 +71,7 @@ class _VocabularyIndex:
         # the text settings that decide the tokens: vectorizers that agree share one tokenising pass
         self.text_key = (vectorizer.lowercase, repr(vectorizer.strip_accents), _stop_key(vectorizer.stop_words))
         self.preprocess = _preprocessor(vectorizer)
+        self.ascii_table = _ascii_table(vectorizer)
         self.tokenize = vectorizer.build_tokenizer()
         stop_words = vectorizer.get_stop_words()
         self.stop_words = frozenset(stop_words) if stop_words is not None else None
@@ -138,6 +139,18 @@ def _preprocessor(vectorizer: TfidfVectorizer):
     return vectorizer.build_preprocessor()
 
 
+def _ascii_table(vectorizer: TfidfVectorizer) -> bytes | None:
+    """The bytes.translate table that tokenises an ASCII text like the vectorizer (see _TokenGroup), or
+    None when its preprocessing could change an ASCII text otherwise than by lowercasing."""
+    if vectorizer.strip_accents not in (None, "unicode", "ascii"):  # NFKD and accent stripping keep ASCII as is
+        return None
+    lower = vectorizer.lowercase
+    word = [chr(code).isalnum() or chr(code) == "_" for code in range(128)]
+    return bytes(
+        (ord(chr(code).lower()) if lower else code) if code < 128 and word[code] else ord(" ") for code in range(256)
+    )
+
+
 def _stop_key(stop_words) -> object:
     if stop_words is None or isinstance(stop_words, str):
         return stop_words
@@ -196,19 +209,45 @@ class _TokenGroup:
             self.local.append(local)
         for word in indexes[0].stop_words or ():
             self.word_id[word] = STOP_WORD  # never a vocabulary word: stop words are dropped before counting
+        # An ASCII text's tokens are its runs of ASCII word characters ([A-Za-z0-9_]): bytes.translate turns
+        # every other character into a space (and lowercases, when the vectorizers do) and split() cuts there;
+        # the runs of one character the token pattern skips are dropped like stop words. ~4x faster than the
+        # regular expression, for the same tokens.
+        self.ascii_table = indexes[0].ascii_table
+        if self.ascii_table is not None:
+            self.ascii_word_id = {word.encode("ascii"): i for word, i in self.word_id.items() if word.isascii()}
+            for code in range(128):
+                if self.ascii_table[code] != ord(" "):
+                    self.ascii_word_id.setdefault(bytes([self.ascii_table[code]]), STOP_WORD)
 
     def tokens(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Every text's token ids, stop words dropped, one after the other, and the text each is from."""
+        """Every text's token ids, stop words dropped, and the text each is from (a text's tokens in order,
+        one after the other; the ASCII texts' first)."""
         first = self.indexes[0]
-        preprocess, tokenize = first.preprocess, first.tokenize
+        preprocess, tokenize, table = first.preprocess, first.tokenize, self.ascii_table
+        ascii_tokens: list[bytes] = []
         tokens: list[str] = []
-        lengths = np.empty(len(texts), dtype=np.int64)
+        ascii_lengths = np.zeros(len(texts), dtype=np.int64)
+        lengths = np.zeros(len(texts), dtype=np.int64)
         for i, text in enumerate(texts):
-            words = tokenize(preprocess(text))
-            tokens += words
-            lengths[i] = len(words)
-        ids = np.fromiter(map(self.word_id.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
-        token_doc = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
+            if table is not None and text.isascii():
+                words = text.encode("ascii").translate(table).split()
+                ascii_tokens += words
+                ascii_lengths[i] = len(words)
+            else:
+                words = tokenize(preprocess(text))
+                tokens += words
+                lengths[i] = len(words)
+        ids = np.concatenate(
+            [
+                np.fromiter(map(self.ascii_word_id.get, ascii_tokens, repeat(-1)), np.int64, len(ascii_tokens)),
+                np.fromiter(map(self.word_id.get, tokens, repeat(-1)), np.int64, len(tokens)),
+            ]
+            if ascii_tokens
+            else [np.fromiter(map(self.word_id.get, tokens, repeat(-1)), np.int64, len(tokens))]
+        )
+        docs = np.arange(len(texts), dtype=np.int64)
+        token_doc = np.concatenate([np.repeat(docs, ascii_lengths), np.repeat(docs, lengths)])
         kept = ids != STOP_WORD
         return ids[kept], token_doc[kept]
 

@@ -37,6 +37,7 @@ ODD_TEXTS = [
     "graph neural graph neural graph neural networks networks",  # repeated unigrams and bigrams
     "snake_case tokens_with_underscores a1 b2 x",  # \\w includes digits and underscores; 1-letter tokens go
     "GRAPH Neural\tNetworks\nand   REINFORCEMENT-learning; policy/gradient (PPO).",
+    "graph\x1cneural\x00networks\x7fpolicy~gradient",  # ASCII control characters between words
 ]
 
 
