@@ -274,17 +274,17 @@ def tfidf_rows(steps: Sequence, texts: Sequence[str]) -> list:
     if not all(isinstance(text, str) for text in texts):
         indexes = [None] * len(steps)
     out: list = [None] * len(steps)
-    groups: dict[tuple, list[int]] = {}
+    groups: dict[tuple, list[tuple[int, _VocabularyIndex]]] = {}
     for i, (step, index) in enumerate(zip(steps, indexes)):
         if index is None:
             out[i] = step.transform(texts)
         else:
-            groups.setdefault(index.text_key, []).append(i)
+            groups.setdefault(index.text_key, []).append((i, index))
     for members in groups.values():
-        group = _group([indexes[i] for i in members])
+        group = _group([index for _, index in members])
         ids, token_doc = group.tokens(texts)
-        for i, local in zip(members, group.local):
-            out[i] = _tfidf(indexes[i], indexes[i].counts(local[ids], token_doc, len(texts)))
+        for (i, index), local in zip(members, group.local):
+            out[i] = _tfidf(index, index.counts(local[ids], token_doc, len(texts)))
     return out
 
 
