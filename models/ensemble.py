@@ -23,6 +23,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from papertrack.models.candidates import Candidate, EnsembleSpec
 from papertrack.models.embedding_candidates import needs_embeddings
 from papertrack.models.estimators import TextClassifier
+from papertrack.models.fast_predict import tfidf_rows
 
 COMBINE_RULES = ("mean", "geometric")
 EPS = 1e-6
@@ -113,11 +114,13 @@ class WeightedEnsemble(ClassifierMixin, BaseEstimator):
     def member_proba(self, texts: Sequence[str]) -> list[np.ndarray]:
         texts = list(texts)
         probas: list[np.ndarray | None] = [None] * len(self.members_)
+        # the shared feature steps' rows, together: TF-IDF vectorizers with the same text settings tokenise once
+        rows = iter(tfidf_rows([features for features, _ in self.groups_ if features is not None], texts))
         for features, indices in self.groups_:
             if features is None:
                 probas[indices[0]] = self.members_[indices[0]][1].predict_proba(texts)
                 continue
-            matrix = features.transform(texts)
+            matrix = next(rows)
             for i in indices:
                 probas[i] = self.members_[i][1].proba_from_features(matrix)
         return [p for p in probas if p is not None]  # every member has answered

@@ -14,6 +14,8 @@ from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.model_selection import KFold
 
+from papertrack.models.fast_predict import calibration_scores, classifier_proba, tfidf_rows
+
 
 def expand_proba(proba: np.ndarray, classes: np.ndarray, n_labels: int) -> np.ndarray:
     """Place the columns of ``proba`` (one per fitted class) into a full (n, n_labels) matrix."""
@@ -48,7 +50,7 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        return self.proba_from_features(self.features_.transform(texts))
+        return self.proba_from_features(tfidf_rows([self.features_], texts)[0])
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
         return self.predict_proba(texts).argmax(axis=1)
@@ -59,7 +61,7 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
 
     def proba_from_features(self, matrix) -> np.ndarray:
         """The classifier's probabilities for already-transformed rows, over the full label space."""
-        return expand_proba(self.classifier_.predict_proba(matrix), self.classifier_.classes_, self.n_labels)
+        return expand_proba(classifier_proba(self.classifier_, matrix), self.classifier_.classes_, self.n_labels)
 
 
 class TemperatureScaled(ClassifierMixin, BaseEstimator):
@@ -92,7 +94,10 @@ class TemperatureScaled(ClassifierMixin, BaseEstimator):
         return self
 
     def predict_proba(self, X):
-        return softmax(_scores(self.estimator_, X) / self.temperature_, axis=1)
+        scores = calibration_scores(self.estimator_, X)
+        if scores is None:
+            scores = _scores(self.estimator_, X)
+        return softmax(scores / self.temperature_, axis=1)
 
 
 def fast_sparse_scoring(model):
