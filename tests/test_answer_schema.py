@@ -85,7 +85,7 @@ def test_the_mlflow_signature_outputs_are_the_answer_fields():
 
 
 def test_the_http_result_is_the_answer_schema():
-    from papertrack.serving import schemas
+    from papertrack.serving.http import schemas
 
     assert issubclass(schemas.PaperResult, Answer)
     assert schemas.PaperResult.model_fields.keys() == Answer.model_fields.keys()
