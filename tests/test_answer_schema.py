@@ -149,11 +149,6 @@ def test_parquet_rows_carry_the_answers_tracks_and_top_area_with_the_schemas_typ
     assert parquet_row["area_probability"] == ddl_type(AreaScore.model_fields["probability"].annotation)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="serving/spark_label.py's PARQUET_ROW_SCHEMA has no prediction_set/confident columns although the JSONL "
-    "rows carry them (from_json drops them); owned by the serving split — add the columns, then drop this mark",
-)
 def test_parquet_rows_carry_every_other_answer_field(parquet_row):
     for name in answer.CONFIDENCE_FIELDS:
         assert parquet_row.get(name) == ddl_type(Answer.model_fields[name].annotation), name
