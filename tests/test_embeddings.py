@@ -55,6 +55,7 @@ def cache_env(tmp_path, monkeypatch):
     emb.reset_embedders()
 
 
+@pytest.mark.slow  # loads the packaged MiniLM (torch)
 def test_packaged_model_loads_offline_and_is_deterministic(model):
     embedder = emb.Embedder(emb.BACKENDS["minilm"], cache_dir=None)
     first = embedder.embed(TEXTS)
