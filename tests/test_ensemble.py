@@ -15,7 +15,7 @@ from rich.console import Console
 from papertrack.models.catalogue import ensemble_candidate
 from papertrack.models.ensemble import WeightedEnsemble, combine
 from papertrack.models.hierarchy import LabelSpace
-from papertrack.training.ensemble import nested_cv, select_weights
+from papertrack.training.ensemble_weights import nested_cv, select_weights
 
 LABELS = [
     "Deep Learning · Large Language Models",

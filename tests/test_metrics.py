@@ -5,7 +5,7 @@ import pytest
 
 from papertrack import registry
 from papertrack.models.hierarchy import LabelSpace
-from papertrack.training import metrics
+from papertrack.training import scoring as metrics
 
 SPACE = LabelSpace.from_labels(["A · x", "A · y", "B · z", "B"])  # sorted: A · x, A · y, B, B · z
 

@@ -2,7 +2,7 @@
 
 :func:`evaluate_candidates` cross-validates every single candidate (features fitted inside each
 fold) and evaluates every ensemble on its members' out-of-fold probabilities (weights chosen with
-nested cross-validation, see :mod:`papertrack.training.ensemble`).
+nested cross-validation, see :mod:`papertrack.training.ensemble_weights`).
 
 With a ``temporal`` direction (:func:`papertrack.training.data.temporal_direction`: train on the
 earlier years, test on the latest) and with shift ``directions`` (leave one source out,
@@ -31,9 +31,9 @@ from papertrack.models.candidates import Candidate
 from papertrack.models.ensemble import combine, with_weights
 from papertrack.training.cv import CVResult, cv_result, fold_indices
 from papertrack.training.data import Direction, TrainingSet
-from papertrack.training.ensemble import cross_validate_ensemble, select_weights
+from papertrack.training.ensemble_weights import cross_validate_ensemble, select_weights
 from papertrack.training.fits import Fit, run_fits
-from papertrack.training.metrics import evaluate
+from papertrack.training.scoring import evaluate
 
 Split = Sequence[tuple[np.ndarray, np.ndarray]]
 INSAMPLE_METRICS = ("label_top3", "label_top1", "label_macro_f1", "area_top1")  # of an ensemble's refit weights

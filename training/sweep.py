@@ -5,7 +5,7 @@ Candidates of every family compete in one sweep: TF-IDF ones, sentence-embedding
 ``embeddings`` extra is installed; otherwise they are left out of the default sweep and one line
 says so) and ensembles. Before cross-validation, every abstract is embedded once (progress bar,
 on-disk cache); ensembles are then evaluated on their members' out-of-fold probabilities (weights
-chosen with nested cross-validation, see :mod:`papertrack.training.ensemble`), without refitting
+chosen with nested cross-validation, see :mod:`papertrack.training.ensemble_weights`), without refitting
 any member."""
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ from papertrack.training.evaluation import (
     shift_metrics,
     temporal_metrics,
 )
-from papertrack.training.metrics import evaluate
 from papertrack.training.renames import RenameMap
+from papertrack.training.scoring import evaluate
 
 MIN_SHIFT_RECORDS = 100  # a source this small is neither a fair test set nor a usable training side
 DEFAULT_BUDGET_MS = 5.0  # predict cost per abstract the default sweep stays within (a fast service)
