@@ -40,7 +40,7 @@ def test_runs_json_and_csv_carry_every_column(trained, monkeypatch):
     assert {row["candidate"] for row in rows} == names
     (champion,) = [row for row in rows if row["champion"]]
     assert champion["run_id"] == trained["result"].winner.run_id
-    assert {"temporal_label_top3", "label_top3", "shift_label_top3", "predict_ms_per_abstract"} <= set(champion)
+    assert {"temporal_label_top3", "cv_label_top3", "shift_label_top3", "predict_ms_per_abstract"} <= set(champion)
     table = list(csv.DictReader(io.StringIO(_run(monkeypatch, "--csv"))))
     assert [row["candidate"] for row in table] == [row["candidate"] for row in rows]
     assert float(table[0]["temporal_label_top3"]) == pytest.approx(rows[0]["temporal_label_top3"])
