@@ -38,6 +38,7 @@ def train(
     """Evaluate every candidate (one MLflow run each) on next year's papers, refit the best, register it."""
     from papertrack.training.report import print_results, print_runs_link
     from papertrack.training.sweep import run_sweep
+    from papertrack.training.sweep_logging import RUNS_VIEW_KEY
 
     config = SweepConfig(
         data_paths=data or (),
@@ -54,7 +55,7 @@ def train(
     )
     result = run_sweep(config, console=console)
     print_results(console, result)
-    print_runs_link(console, result.tracking_uri, result.experiment_id)
+    print_runs_link(console, result.tracking_uri, result.experiment_id, RUNS_VIEW_KEY)
 
 
 def runs(
@@ -67,7 +68,7 @@ def runs(
 ) -> None:
     """Leaderboard of candidate runs from MLflow (best first; * marks the registered champion's run)."""
     from papertrack import registry, store
-    from papertrack.training.leaderboard import experiment_id, leaderboard
+    from papertrack.training.leaderboard import leaderboard, runs_view
     from papertrack.training.report import print_runs_link
 
     if as_json and as_csv:
@@ -126,7 +127,7 @@ def runs(
         "by " + ("next-yr top3" if later else "shift top3" if shift else "CV top3") + ". Every column: --json / --csv.",
         soft_wrap=False,
     )
-    print_runs_link(console, uri, experiment_id())
+    print_runs_link(console, uri, *runs_view())
 
 
 def add_commands(app: typer.Typer) -> None:

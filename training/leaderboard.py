@@ -31,10 +31,15 @@ COLUMNS = (
 LEGACY = {new: old for old, new in LEGACY_METRIC_NAMES.items()}
 
 
-def experiment_id() -> str | None:
-    """The papertrack experiment's id in the configured store (None before the first ``train``)."""
+def runs_view() -> tuple[str | None, str | None]:
+    """(the papertrack experiment's id, the key of its stored runs view) in the configured store; None for what
+    is not there (no ``train`` yet; trained by a version that stored no view)."""
+    from papertrack.training.sweep_logging import RUNS_VIEW_KEY, SHARED_VIEW_TAG
+
     experiment = mlflow.get_experiment_by_name(EXPERIMENT_NAME)
-    return None if experiment is None else experiment.experiment_id
+    if experiment is None:
+        return None, None
+    return experiment.experiment_id, RUNS_VIEW_KEY if SHARED_VIEW_TAG + RUNS_VIEW_KEY in experiment.tags else None
 
 
 def leaderboard(latest_sweep_only: bool = True, limit: int = 50) -> pd.DataFrame:

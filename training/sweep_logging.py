@@ -5,6 +5,7 @@ registration behind the promotion gate. Everything it logs comes from :mod:`pape
 
 from __future__ import annotations
 
+import json
 import tempfile
 import time
 from collections.abc import Sequence
@@ -31,6 +32,20 @@ if TYPE_CHECKING:
 CORE_REQUIREMENTS = ("scikit-learn", "numpy", "pandas", "scipy", "joblib", "mlflow", "lightgbm")
 # MLflow 3 opens an experiment on its GenAI overview unless it is marked as model development
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+# the runs table as papertrack shows it: an experiment tag that MLflow's UI reads as a shared view (the link's
+# ``viewStateShareKey``); see :func:`papertrack.training.report.runs_view_url`
+RUNS_VIEW_KEY = "papertrack-leaderboard"
+SHARED_VIEW_TAG = "mlflow.sharedViewState."
+RUNS_VIEW_METRICS = (
+    "temporal_label_top3",
+    "temporal_label_top1",
+    "temporal_area_top1",
+    "cv_label_top3",
+    "cv_area_top1",
+    "shift_label_top3",
+    "insample_label_top3",
+    "predict_ms_per_abstract",
+)
 
 
 def open_store():
@@ -131,6 +146,7 @@ class SweepLogger(Listener):
         mlflow.set_tags({"winner": winner.candidate.name, "winner_run_id": winner.run_id, **choice.tags()})
         mlflow.log_metrics({f"best_{k}": v for k, v in winner.metrics.items()})
         mlflow.set_tag("mlflow.note.content", describe(result))
+        mlflow.set_experiment_tag(SHARED_VIEW_TAG + RUNS_VIEW_KEY, json.dumps(runs_view(result)))
 
     def model(self, winner: CandidateResult, refit: Refit, data: TrainingSet) -> str:
         return log_model(winner, refit, data)
@@ -200,6 +216,26 @@ def log_candidate(result: CandidateResult, data: TrainingSet, dataset, common: d
         mlflow.log_metrics(result.metrics)
         tracking.log_evaluation_artifacts(result.cv.oof_proba, data.y, data.space, candidate.name)
     return run.info.run_id
+
+
+def runs_view(result: SweepResult) -> dict:
+    """MLflow's UI state for the runs table of this sweep: its candidates (not the collapsed sweep row), best
+    first by the champion rule's metric, with the metric columns papertrack ranks by (the UI shows none by
+    default)."""
+    metrics = [m for m in RUNS_VIEW_METRICS if any(m in r.metrics for r in result.results)]
+    return {
+        "searchFilter": (
+            f"tags.`papertrack.kind` = 'candidate' and tags.`mlflow.parentRunId` = '{result.parent_run_id}'"
+        ),
+        "orderByKey": f"metrics.`{result.choice.metric}`",
+        "orderByAsc": False,
+        "startTime": "ALL",
+        "lifecycleFilter": "Active",
+        "modelVersionFilter": "All Runs",
+        "datasetsFilter": [],
+        "selectedColumns": ["attributes.`Models`", *(f"metrics.`{m}`" for m in metrics)],
+        "runsHiddenMode": "SHOW_ALL",
+    }
 
 
 def describe(result: SweepResult) -> str:
