@@ -223,6 +223,7 @@ def runs_view(result: SweepResult) -> dict:
     first by the champion rule's metric, with the metric columns papertrack ranks by (the UI shows none by
     default)."""
     metrics = [m for m in RUNS_VIEW_METRICS if any(m in r.metrics for r in result.results)]
+    columns = ["attributes.`Models`", *(f"metrics.`{m}`" for m in metrics)]
     return {
         "searchFilter": (
             f"tags.`papertrack.kind` = 'candidate' and tags.`mlflow.parentRunId` = '{result.parent_run_id}'"
@@ -233,7 +234,9 @@ def runs_view(result: SweepResult) -> dict:
         "lifecycleFilter": "Active",
         "modelVersionFilter": "All Runs",
         "datasetsFilter": [],
-        "selectedColumns": ["attributes.`Models`", *(f"metrics.`{m}`" for m in metrics)],
+        "selectedColumns": columns,
+        "columnOrder": columns,  # else alphabetical
+        "columnWidths": {c: 150 for c in columns[1:]},
         "runsHiddenMode": "SHOW_ALL",
     }
 
