@@ -500,7 +500,7 @@ def area_gate(args) -> None:
         for r in results:
             if r.candidate.is_ensemble:  # the sweep's own figures, to check the variants' base rows against
                 print(
-                    f"  seed {seed} sweep's {r.candidate.name}: CV top3 {r.metrics['label_top3']:.3f}, shift top3 "
+                    f"  seed {seed} sweep's {r.candidate.name}: CV top3 {r.metrics['cv_label_top3']:.3f}, shift top3 "
                     f"{r.metrics['shift_label_top3']:.3f}",
                     file=sys.stderr,
                     flush=True,
@@ -618,8 +618,8 @@ def extra_member(args) -> None:
         for r in results:
             m = r.metrics
             print(
-                f"| {seed} | {r.candidate.name} | {m['label_top3']:.3f} | {m['label_top1']:.3f} | "
-                f"{m['area_top1']:.3f} | "
+                f"| {seed} | {r.candidate.name} | {m['cv_label_top3']:.3f} | {m['cv_label_top1']:.3f} | "
+                f"{m['cv_area_top1']:.3f} | "
                 f"{m['shift_label_top3']:.3f} | {m['shift_label_top1']:.3f} | {m['shift_area_top1']:.3f} | "
                 f"{m['shift_label_macro_f1']:.3f} | "
                 + ", ".join(f"{k} {w:.2f}" for k, w in r.member_weights.items() if w > 0)

@@ -1,8 +1,9 @@
 """The model card and the typed answers of the prediction artifact.
 
 :class:`ModelCard` is who a fitted model is — candidate, family, training data digest, MLflow run,
-cross-validated metrics, label-space facts — built once where the model is logged
-(:mod:`papertrack.training.sweep`) and read everywhere else (service, labeler, BentoML import).
+its sweep's metrics (named by evaluation: ``cv_*``, ``temporal_*``, ``shift_*``, ``insample_*``), label-space
+facts — built once where the winner is refit (:mod:`papertrack.training.pipeline`) and read everywhere else
+(service, labeler, BentoML import).
 :class:`Track`, :class:`AreaScore` and :class:`Answer` are what :meth:`TrackPredictor.predict`
 returns; they are ``TypedDict``s, so an answer serialises to exactly the JSON it always had (plus
 ``prediction_set`` and ``confident`` when the artifact is calibrated).
