@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from papertrack import settings
 from papertrack.models.candidates import Candidate
@@ -44,7 +45,7 @@ class SweepReport(Listener):
         if self.console is not None:
             self.console.print(markup)
         else:
-            log.info("%s", markup)
+            log.info("%s", Text.from_markup(markup).plain)
 
     def notes(self, notes: Sequence[Note]) -> None:
         for note in notes:
