@@ -80,3 +80,29 @@ def test_evaluations_name_their_metrics_with_their_prefix():
         "insample_label_macro_f1": 0.4,
         "insample_area_top1": 0.7,
     }
+
+
+def test_runs_reads_candidate_runs_logged_with_the_old_names(tmp_path, monkeypatch):
+    import mlflow
+
+    from papertrack import store
+    from papertrack.training.leaderboard import leaderboard, runs_view
+
+    monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    store.configure()
+    try:
+        with mlflow.start_run(run_name="sweep-old") as sweep:
+            mlflow.set_tag("papertrack.kind", "sweep")
+            for name, top3, f1 in (("old-a", 0.61, 0.2), ("old-b", 0.64, 0.1)):
+                with mlflow.start_run(run_name=name, nested=True):
+                    mlflow.set_tags({"papertrack.kind": "candidate", "candidate": name, "family": "tfidf"})
+                    mlflow.log_metrics({"label_top3": top3, "label_macro_f1": f1, "fit_seconds": 1.5})
+        board = leaderboard()
+        assert board["candidate"].tolist() == ["old-b", "old-a"]  # ranked by the CV top-3 under its old name
+        assert board["cv_label_top3"].tolist() == [0.64, 0.61]
+        assert board["cv_label_macro_f1"].tolist() == [0.1, 0.2] and board["cv_fit_seconds"].tolist() == [1.5, 1.5]
+        experiment_id, view = runs_view()
+        assert experiment_id == sweep.info.experiment_id and view is None  # no view stored by that version
+    finally:
+        mlflow.end_run()
