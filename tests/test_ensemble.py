@@ -161,7 +161,7 @@ def test_tfidf_only_ensemble_sweeps_logs_and_predicts_through_the_pyfunc(small, 
     run = mlstore.client().get_run(ens.run_id)
     assert run.data.tags["family"] == "ensemble"
     assert "weights" in run.data.params and "fold0_weights" in run.data.params
-    assert {"label_top3", "label_macro_f1", "area_top1", "insample_label_top3"} <= set(run.data.metrics)
+    assert {"cv_label_top3", "cv_label_macro_f1", "cv_area_top1", "insample_label_top3"} <= set(run.data.metrics)
 
     uri = log_model(ens, refit(ens, data, seed=5, use_title=False), data)
     predictor, pyfunc = load_predictor(uri)
