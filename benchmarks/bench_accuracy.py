@@ -46,9 +46,9 @@ from papertrack.models.catalogue import CANDIDATES, default_sweep
 from papertrack.training.cv import fold_indices
 from papertrack.training.data import TrainingSet
 from papertrack.training.dataset import load_dataset
-from papertrack.training.ensemble import nested_cv
+from papertrack.training.ensemble_weights import nested_cv
 from papertrack.training.evaluation import evaluate_candidates
-from papertrack.training.metrics import evaluate
+from papertrack.training.scoring import evaluate
 
 DEFAULT_ENSEMBLE = "ensemble-tfidf-minilm"  # the default champion
 COLUMNS = ("label_top3", "label_top1", "label_macro_f1", "area_top1")
@@ -80,7 +80,7 @@ def default_ensemble(data: TrainingSet, seed: int) -> tuple[list[np.ndarray], np
 
 
 def seeds(args) -> None:
-    from papertrack.training.metrics import top_k_accuracy
+    from papertrack.training.scoring import top_k_accuracy
 
     data = load(args.data)
     with_subarea = np.array([data.space.subareas[label] is not None for label in data.y])
@@ -262,7 +262,7 @@ def finetune(args) -> None:
     import torch
 
     from papertrack.features.embeddings import load_model
-    from papertrack.training.metrics import top_k_accuracy
+    from papertrack.training.scoring import top_k_accuracy
 
     data = load(args.data)
     y, space, seed = data.y, data.space, 42
@@ -458,7 +458,7 @@ def area_gate(args) -> None:
     CV folds, and on the training side's inner CV for each shift direction. Per seed and mean ± sd."""
     from papertrack.models.ensemble import combine
     from papertrack.training.data import shift_directions
-    from papertrack.training.ensemble import nested_cv, select_weights
+    from papertrack.training.ensemble_weights import nested_cv, select_weights
     from papertrack.training.evaluation import INNER_FOLDS, SHIFT_METRICS
 
     data = load_both(args)
@@ -500,7 +500,7 @@ def area_gate(args) -> None:
         for r in results:
             if r.candidate.is_ensemble:  # the sweep's own figures, to check the variants' base rows against
                 print(
-                    f"  seed {seed} sweep's {r.candidate.name}: CV top3 {r.metrics['label_top3']:.3f}, shift top3 "
+                    f"  seed {seed} sweep's {r.candidate.name}: CV top3 {r.metrics['cv_label_top3']:.3f}, shift top3 "
                     f"{r.metrics['shift_label_top3']:.3f}",
                     file=sys.stderr,
                     flush=True,
@@ -618,8 +618,8 @@ def extra_member(args) -> None:
         for r in results:
             m = r.metrics
             print(
-                f"| {seed} | {r.candidate.name} | {m['label_top3']:.3f} | {m['label_top1']:.3f} | "
-                f"{m['area_top1']:.3f} | "
+                f"| {seed} | {r.candidate.name} | {m['cv_label_top3']:.3f} | {m['cv_label_top1']:.3f} | "
+                f"{m['cv_area_top1']:.3f} | "
                 f"{m['shift_label_top3']:.3f} | {m['shift_label_top1']:.3f} | {m['shift_area_top1']:.3f} | "
                 f"{m['shift_label_macro_f1']:.3f} | "
                 + ", ".join(f"{k} {w:.2f}" for k, w in r.member_weights.items() if w > 0)

@@ -35,7 +35,7 @@ from papertrack.models.card import ModelCard  # noqa: E402
 from papertrack.models.hierarchy import LabelSpace  # noqa: E402
 from papertrack.serving.batch.suggest import choose  # noqa: E402
 from papertrack.training.dataset import load_dataset  # noqa: E402
-from papertrack.training.metrics import evaluate  # noqa: E402
+from papertrack.training.scoring import evaluate  # noqa: E402
 
 STRATEGIES = ("diverse", "uncertainty", "random")
 LEARNER = "tfidf-word-logreg"

@@ -215,8 +215,8 @@ def cmd_static(args) -> None:
     from papertrack.training.cv import cross_validate, fold_indices
     from papertrack.training.data import TrainingSet
     from papertrack.training.dataset import load_dataset
-    from papertrack.training.ensemble import nested_cv
-    from papertrack.training.metrics import evaluate
+    from papertrack.training.ensemble_weights import nested_cv
+    from papertrack.training.scoring import evaluate
 
     tokenizer, table, distill_s, freq_s = distill_static(args.dims, args.sif)
 

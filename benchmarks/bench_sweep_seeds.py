@@ -32,7 +32,7 @@ from shared_data import papertrack_exe
 from papertrack import settings, store
 from papertrack.registry import rank_key
 
-CV = ("label_top3", "label_top1", "area_top1")
+CV = ("cv_label_top3", "cv_label_top1", "cv_area_top1")
 SHIFT = ("shift_label_top3", "shift_label_top1", "shift_area_top1", "shift_label_macro_f1")
 HEAD = ("CV top3", "CV top1", "CV area", "shift top3", "shift top1", "shift area", "shift macro-F1")
 
@@ -136,7 +136,7 @@ def report(per_seed: list[dict]) -> None:
                 f"{s['candidates'][name][key]:.3f}" if key in s["candidates"].get(name, {}) else "–" for s in per_seed
             )
 
-        cells = [col(k) for k in ("label_top3", "area_top1", "shift_label_top3", "shift_area_top1")]
+        cells = [col(k) for k in ("cv_label_top3", "cv_area_top1", "shift_label_top3", "shift_area_top1")]
         cells += [col(f"shift_label_top3.{d}") for d in _directions(per_seed)]
         print(f"| {name} | " + " | ".join(cells) + " |")
 

@@ -51,8 +51,8 @@ from papertrack.models.hierarchy import LabelSpace
 from papertrack.training.champion import paired_bootstrap
 from papertrack.training.cv import cross_validate, fold_indices
 from papertrack.training.dataset import load_dataset
-from papertrack.training.ensemble import select_weights
-from papertrack.training.metrics import evaluate
+from papertrack.training.ensemble_weights import select_weights
+from papertrack.training.scoring import evaluate
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("PAPERTRACK_DATA_DIR", REPO.parent / "shared" / "data"))

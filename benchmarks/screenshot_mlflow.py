@@ -1,9 +1,11 @@
-"""Screenshot of MLflow's compare view of the latest sweep's candidates (CV and shift metrics side by side),
-for the README. Starts ``mlflow server`` on 127.0.0.1 for the papertrack store, drives headless Chromium
-with playwright, writes a PNG, stops the server.
+"""Screenshot of MLflow's runs table as ``papertrack train`` / ``papertrack runs`` link to it: the latest sweep's
+candidates, best first, with their metric columns (the view stored with the experiment), opened in a fresh
+Chromium profile, where MLflow would otherwise show its GenAI overview. Starts ``mlflow server`` on 127.0.0.1
+for the papertrack store, drives headless Chromium with playwright, checks what the page shows, writes a PNG,
+stops the server.
 
     pip install playwright && apt-get install -y chromium       # Chromium from the distribution
-    PAPERTRACK_HOME=/tmp/sweep-full .venv/bin/python benchmarks/screenshot_mlflow.py docs/mlflow-compare.png
+    PAPERTRACK_HOME=/tmp/sweep-full .venv/bin/python benchmarks/screenshot_mlflow.py docs/mlflow-runs.png
 """
 
 from __future__ import annotations
@@ -30,31 +32,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path)
     parser.add_argument("--chromium", default="/usr/bin/chromium")
-    parser.add_argument("--width", type=int, default=1600)
-    parser.add_argument("--height", type=int, default=1400)
+    parser.add_argument("--width", type=int, default=2000)
+    parser.add_argument("--height", type=int, default=480)
     args = parser.parse_args()
 
     import mlflow
     from playwright.sync_api import sync_playwright
 
     from papertrack import settings, store
+    from papertrack.training.report import runs_view_url
+    from papertrack.training.sweep_logging import RUNS_VIEW_KEY, SHARED_VIEW_TAG
 
     uri = store.configure()
     experiment = mlflow.get_experiment_by_name(settings.EXPERIMENT_NAME)
-    sweep = mlflow.search_runs(
-        [experiment.experiment_id],
-        "tags.`papertrack.kind` = 'sweep'",
-        order_by=["attributes.start_time DESC"],
-        max_results=1,
-        output_format="list",
-    )[0]
-    runs = mlflow.search_runs(
-        [experiment.experiment_id],
-        f"tags.`mlflow.parentRunId` = '{sweep.info.run_id}'",
-        order_by=["metrics.shift_label_top3 DESC"],
-        output_format="list",
-    )
-    ids = [r.info.run_id for r in runs]
+    if SHARED_VIEW_TAG + RUNS_VIEW_KEY not in experiment.tags:
+        raise SystemExit("the store has no runs view: run papertrack train with this version first")
+    view = json.loads(experiment.tags[SHARED_VIEW_TAG + RUNS_VIEW_KEY])
+    columns = [c.split("`")[1] for c in view["selectedColumns"] if c.startswith("metrics.")]
     port = free_port()
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     server = subprocess.Popen(
@@ -87,42 +81,31 @@ def main() -> None:
                 time.sleep(0.5)
         else:
             raise SystemExit("mlflow server did not start")
-        url = f"{base}/#/compare-runs?runs={json.dumps(ids)}&experiments={json.dumps([experiment.experiment_id])}"
+        url = runs_view_url(base, experiment.experiment_id, RUNS_VIEW_KEY)
         with sync_playwright() as p:
             browser = p.chromium.launch(
                 executable_path=args.chromium,
                 headless=True,
                 args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
             )
-            page = browser.new_page(viewport={"width": args.width, "height": args.height})
+            context = browser.new_context(viewport={"width": args.width, "height": args.height})  # a fresh profile
+            page = context.new_page()
             page.goto(url, wait_until="networkidle", timeout=120_000)
-            page.wait_for_timeout(4000)
-            # the metrics table is what matters: close the assistant panel, fold the plot and the params
-            for label in ("Visualizations", "Parameters", "Artifacts", "Tags"):
-                header = page.get_by_text(label, exact=True).first
-                if header.count():
-                    header.click()
-            close = page.locator("[aria-label='Close']").first
+            page.get_by_role("columnheader", name=columns[0]).first.wait_for(timeout=120_000)
+            page.wait_for_timeout(3000)
+            close = page.locator("[aria-label='Close']").first  # the assistant panel, open in a fresh profile
             if close.count():
                 close.click()
-            page.wait_for_timeout(1000)
-            # let the metrics table show every row instead of its own (virtualised) scroll box
-            expand = """() => { for (const el of document.querySelectorAll('main *, #root *')) {
-                const style = getComputedStyle(el);
-                if (['auto', 'scroll', 'hidden'].includes(style.overflowY) && el.scrollHeight > el.clientHeight + 4
-                    && el.clientHeight < 900) { el.style.maxHeight = 'none'; el.style.height = 'auto'; } } }"""
-            for _ in range(3):
-                page.evaluate(expand)
-                page.wait_for_timeout(800)
-                page.mouse.move(600, 1000)
-                page.mouse.wheel(0, 400)
-                page.wait_for_timeout(800)
-            page.evaluate("window.scrollTo(0, 0)")
-            page.wait_for_timeout(1000)
+                page.wait_for_timeout(1000)
+            headers = set(page.locator("[role=columnheader]").all_inner_texts())
+            missing = [c for c in columns if c not in headers]
+            body = page.inner_text("body")
+            if missing or "Model training" not in body:
+                raise SystemExit(f"the runs view did not open as expected: missing columns {missing}")
             args.out.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(args.out), full_page=True)
             browser.close()
-        print(f"wrote {args.out} ({len(ids)} runs of sweep {sweep.info.run_id})")
+        print(f"wrote {args.out}: {url} shows the columns {', '.join(columns)}")
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(30)

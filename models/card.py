@@ -1,8 +1,9 @@
 """The model card: who a fitted model is.
 
-:class:`ModelCard` is candidate, family, training data digest, MLflow run, cross-validated metrics and
-label-space facts — built once where the model is logged (:mod:`papertrack.training.sweep`) and read everywhere
-else (service, labeler, BentoML import). The answer a model gives is :mod:`papertrack.models.answer`.
+:class:`ModelCard` is who a fitted model is — candidate, family, training data digest, MLflow run,
+its sweep's metrics (named by evaluation: ``cv_*``, ``temporal_*``, ``shift_*``, ``insample_*``), label-space
+facts — built once where the winner is refit (:mod:`papertrack.training.pipeline`) and read everywhere else
+(service, labeler, BentoML import). The answer a model gives is :mod:`papertrack.models.answer`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 :func:`combine` is the one rule that turns member probabilities into ensemble probabilities; the
 sweep applies it to the members' out-of-fold matrices (to choose and evaluate weights, see
-:mod:`papertrack.training.ensemble`) and :class:`WeightedEnsemble` applies it at prediction time,
+:mod:`papertrack.training.ensemble_weights`) and :class:`WeightedEnsemble` applies it at prediction time,
 so the cross-validated figures describe exactly what the registered model computes.
 
 The result is a valid distribution (rows sum to 1) whenever each member's is, and the areas are
@@ -188,7 +188,7 @@ def ensemble_of(
     """A sweep candidate averaging the probabilities of the given member candidates.
 
     Its weights are chosen by the sweep on the members' out-of-fold probabilities (see
-    :mod:`papertrack.training.ensemble`); until then ``build`` gives equal weights, and
+    :mod:`papertrack.training.ensemble_weights`); until then ``build`` gives equal weights, and
     :func:`with_weights` gives the candidate whose ``build`` uses chosen weights. ``requirements`` is
     the union of the members' requirements.
     """

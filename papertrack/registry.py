@@ -3,7 +3,8 @@
 A new winner becomes ``champion`` only when it beats the current champion's primary metric
 measured on the same data digest: label top-3 on the temporal holdout (``temporal_label_top3``: trained
 on the earlier years, tested on the latest; macro-F1 on it breaking ties); with one year, on the shift
-holdout (``shift_label_top3``, leave one source out); with one source, the cross-validated label top-3.
+holdout (``shift_label_top3``, leave one source out); with one source, the cross-validated label top-3
+(``cv_label_top3``).
 Otherwise it is registered as ``challenger`` and the reason is given. When the
 data digest differs from the champion's, the new winner is promoted and the change of data is
 recorded on the new version. Training passes its cost rule as a ``challenge`` that decides first when
@@ -27,8 +28,8 @@ TEMPORAL_PRIMARY_METRIC = "temporal_label_top3"  # label top-3 on the latest yea
 TEMPORAL_TIEBREAK_METRIC = "temporal_label_macro_f1"
 PRIMARY_METRIC = "shift_label_top3"  # label top-3 on the shift holdout (leave one source out): one year only
 TIEBREAK_METRIC = "shift_label_macro_f1"
-CV_PRIMARY_METRIC = "label_top3"  # the primary metric when the data has one source (no shift holdout)
-CV_TIEBREAK_METRIC = "label_macro_f1"
+CV_PRIMARY_METRIC = "cv_label_top3"  # the primary metric when the data has one source (no shift holdout)
+CV_TIEBREAK_METRIC = "cv_label_macro_f1"
 # (primary, tie-breaker) in order of preference: the first pair every compared metrics dict has is used
 RANKINGS = (
     (TEMPORAL_PRIMARY_METRIC, TEMPORAL_TIEBREAK_METRIC),
@@ -36,6 +37,15 @@ RANKINGS = (
     (CV_PRIMARY_METRIC, CV_TIEBREAK_METRIC),
 )
 TIEBREAK_OF = dict(RANKINGS)
+# metric names before every evaluation had its prefix (cv_, shift_, temporal_, insample_): runs and registered
+# versions logged then carry these; they are read under their current names
+LEGACY_METRIC_NAMES = {
+    **{
+        name: f"cv_{name}"
+        for name in ("label_top1", "label_top3", "label_macro_f1", "area_top1", "area_macro_f1", "log_loss", "ece")
+    },
+    "fit_seconds": "cv_fit_seconds",
+}
 # model-version tags that describe the version; every other tag with a numeric value is a metric
 INFO_TAGS = ("data_digest", "candidate", "run_id", "gate", "data_change")
 DECISION_TAG_PREFIX = "champion_rule"  # the champion rule's decision and its numbers (not metrics)
@@ -51,6 +61,20 @@ class Decision:
     previous_champion: str | None
 
 
+def current_metric_name(name: str) -> str:
+    """A metric's current name (``label_top3`` logged by an earlier version is ``cv_label_top3``)."""
+    return LEGACY_METRIC_NAMES.get(name, name)
+
+
+def current_names(metrics: dict[str, float]) -> dict[str, float]:
+    """``metrics`` under their current names (a current name wins over a legacy one)."""
+    out = {k: v for k, v in metrics.items() if k not in LEGACY_METRIC_NAMES}
+    for old, new in LEGACY_METRIC_NAMES.items():
+        if old in metrics and new not in out:
+            out[new] = metrics[old]
+    return out
+
+
 def ranking_metrics(metrics: dict[str, float], *others: dict[str, float]) -> tuple[str, str]:
     """(primary, tie-breaker) metric names: the temporal holdout's when every metrics dict has them, else
     the shift holdout's, else the cross-validated ones."""
@@ -62,6 +86,7 @@ def ranking_metrics(metrics: dict[str, float], *others: dict[str, float]) -> tup
 
 def rank_key(metrics: dict[str, float]) -> tuple[float, float]:
     """Higher is better: the primary metric, then the tie-breaker (temporal holdout, else shift, else CV)."""
+    metrics = current_names(metrics)
     primary, tiebreak = ranking_metrics(metrics)
     return (round(metrics[primary], 6), round(metrics[tiebreak], 6))
 
@@ -80,7 +105,8 @@ def current_champion(name: str = MODEL_NAME):
 
 
 def version_metrics(version) -> dict[str, float]:
-    """The cross-validated metrics recorded as tags on a registered version."""
+    """The metrics recorded as tags on a registered version, under their current names (a version registered
+    before the metric names had their evaluation's prefix is read as if it had them)."""
     metrics = {}
     for key, value in (version.tags or {}).items():
         if key in INFO_TAGS or key.startswith(DECISION_TAG_PREFIX):
@@ -89,7 +115,7 @@ def version_metrics(version) -> dict[str, float]:
             metrics[key] = float(value)
         except (TypeError, ValueError):
             continue
-    return metrics
+    return current_names(metrics)
 
 
 def _metrics_of(version) -> dict[str, float] | None:

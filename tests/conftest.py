@@ -101,11 +101,11 @@ def trained(labeled_subset, tmp_path_factory):
     """A sweep of the fast candidates on the three-source subset (two years, so chosen on the temporal
     holdout, like the default data), registered as papertrack@champion in a temporary PAPERTRACK_HOME. The
     environment keeps pointing at that store for the rest of the session."""
-    from papertrack.training.sweep import run_sweep
+    from papertrack.training.sweep import SweepConfig, run_sweep
 
     home = tmp_path_factory.mktemp("papertrack-home")
     os.environ["PAPERTRACK_HOME"] = str(home)
-    result = run_sweep([labeled_subset], candidate_names=FAST_CANDIDATES, folds=3, seed=7)
+    result = run_sweep(SweepConfig([labeled_subset], candidate_names=FAST_CANDIDATES, folds=3, seed=7))
     return {"home": home, "result": result, "model_uri": "models:/papertrack@champion", "data": labeled_subset}
 
 

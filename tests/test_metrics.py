@@ -5,7 +5,7 @@ import pytest
 
 from papertrack import registry
 from papertrack.models.hierarchy import LabelSpace
-from papertrack.training import metrics
+from papertrack.training import scoring as metrics
 
 SPACE = LabelSpace.from_labels(["A · x", "A · y", "B · z", "B"])  # sorted: A · x, A · y, B, B · z
 
@@ -92,7 +92,7 @@ def test_evaluate_reports_both_levels():
 
 
 def test_rank_key_prefers_primary_then_tiebreak():
-    a = {"label_top3": 0.8, "label_macro_f1": 0.3}
-    b = {"label_top3": 0.8, "label_macro_f1": 0.4}
-    c = {"label_top3": 0.79, "label_macro_f1": 0.9}
+    a = {"cv_label_top3": 0.8, "cv_label_macro_f1": 0.3}
+    b = {"cv_label_top3": 0.8, "cv_label_macro_f1": 0.4}
+    c = {"cv_label_top3": 0.79, "cv_label_macro_f1": 0.9}
     assert sorted([a, b, c], key=registry.rank_key, reverse=True) == [b, a, c]

@@ -177,7 +177,7 @@ def test_metadata(client, trained, imported, pyfunc):
     assert meta["labels"] == list(predictor.space.labels) and meta["n_labels"] == predictor.space.n_labels
     assert meta["hierarchy"] == predictor.space.hierarchy()
     assert sorted(lab for labels in meta["hierarchy"].values() for lab in labels) == sorted(meta["labels"])
-    assert meta["metrics"]["label_top3"] == pytest.approx(result.winner.metrics["label_top3"])
+    assert meta["metrics"]["cv_label_top3"] == pytest.approx(result.winner.metrics["cv_label_top3"])
     assert meta["limits"] == {"max_abstract_chars": 20_000, "max_title_chars": 1_000, "max_batch": 1_000}
 
 

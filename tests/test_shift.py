@@ -86,20 +86,22 @@ def test_shift_holdout_keeps_sources_apart_in_every_fitted_step():
 
 @pytest.mark.slow  # trains (a one-candidate sweep)
 def test_one_source_falls_back_to_cross_validation_and_says_so(subset_path, tmp_path, monkeypatch):
-    from papertrack.training.sweep import run_sweep
+    from papertrack.training.sweep import SweepConfig, run_sweep
 
     from .conftest import stratified_subset
 
     one = stratified_subset(subset_path.with_suffix(".iclr2024_topics.jsonl"), tmp_path / "one.jsonl", 3)
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
     console = Console(record=True, width=200)
-    result = run_sweep([one], candidate_names=["tfidf-word-cnb"], folds=2, seed=1, register=False, console=console)
+    result = run_sweep(
+        SweepConfig([one], candidate_names=["tfidf-word-cnb"], folds=2, seed=1, register=False), console=console
+    )
     assert (
         "no temporal holdout: one year (2024); no shift holdout (one source): the champion is chosen by 2-fold "
         "cross-validation" in console.export_text()
     )
     assert not any(k.startswith("shift_") for k in result.winner.metrics)
-    assert result.choice.metric == "label_top3"
+    assert result.choice.metric == "cv_label_top3"
     np.testing.assert_array_equal(result.winner.selection_proba, result.winner.cv.oof_proba)
 
 

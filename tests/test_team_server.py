@@ -160,7 +160,7 @@ def test_train_runs_alias_and_artifacts_through_the_server(first_train, client_e
         [client.get_experiment_by_name("papertrack").experiment_id], filter_string="tags.candidate != ''"
     )
     assert {r.data.tags["candidate"] for r in candidate_runs} >= set(FAST_CANDIDATES)
-    assert all("label_top3" in r.data.metrics for r in candidate_runs)
+    assert all("cv_label_top3" in r.data.metrics for r in candidate_runs)
     # plots are proxied: uploaded through the server into its --artifacts folder, downloadable through it
     run = next(r for r in candidate_runs if r.data.tags["candidate"] == champion.tags["candidate"])
     plots = {Path(a.path).name for a in client.list_artifacts(run.info.run_id, "plots")}

@@ -171,12 +171,13 @@ def _slow(candidate: Candidate, expected_ms: float) -> Candidate:
 
 @pytest.mark.slow
 def test_sweep_on_three_sources_chooses_on_the_latest_year_and_reports_renames(labeled_subset, tmp_path, monkeypatch):
-    from papertrack.training.sweep import run_sweep
+    from papertrack.training.sweep import SweepConfig, run_sweep
 
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
     console = Console(record=True, width=250)
     result = run_sweep(
-        [labeled_subset], candidate_names=["tfidf-word-cnb"], folds=2, seed=1, register=False, console=console
+        SweepConfig([labeled_subset], candidate_names=["tfidf-word-cnb"], folds=2, seed=1, register=False),
+        console=console,
     )
     text = console.export_text()
     assert "temporal holdout: train on ICLR 2024 + ICML 2024" in text and "test on ICLR 2025" in text
@@ -194,7 +195,7 @@ def test_budget_leaves_a_costly_candidate_out_by_default_and_lets_it_win_when_na
     labeled_subset, tmp_path, monkeypatch
 ):
     from papertrack.models import catalogue
-    from papertrack.training.sweep import run_sweep
+    from papertrack.training.sweep import SweepConfig, run_sweep
 
     good = _slow(catalogue.CANDIDATES["tfidf-word-logreg"], expected_ms=50.0)
     weak = catalogue.CANDIDATES["majority-baseline"]
@@ -205,7 +206,7 @@ def test_budget_leaves_a_costly_candidate_out_by_default_and_lets_it_win_when_na
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
 
     console = Console(record=True, width=250)
-    default = run_sweep([labeled_subset], folds=2, seed=1, register=False, console=console)
+    default = run_sweep(SweepConfig([labeled_subset], folds=2, seed=1, register=False), console=console)
     assert [r.candidate.name for r in default.results] == ["weak"]
     assert default.over_budget == [good.name]
     assert (
@@ -213,15 +214,13 @@ def test_budget_leaves_a_costly_candidate_out_by_default_and_lets_it_win_when_na
         f"-c NAME" in console.export_text()
     )
 
-    larger = run_sweep([labeled_subset], folds=2, seed=1, register=False, budget_ms=100.0, console=Console(width=250))
+    larger = run_sweep(
+        SweepConfig([labeled_subset], folds=2, seed=1, register=False, budget_ms=100.0), console=Console(width=250)
+    )
     assert larger.winner.candidate.name == good.name and larger.over_budget == []
 
     named = run_sweep(
-        [labeled_subset],
-        candidate_names=["weak", good.name],
-        folds=2,
-        seed=1,
-        register=False,
+        SweepConfig([labeled_subset], candidate_names=["weak", good.name], folds=2, seed=1, register=False),
         console=Console(width=250),
     )
     assert named.winner.candidate.name == good.name
@@ -231,7 +230,7 @@ def test_budget_leaves_a_costly_candidate_out_by_default_and_lets_it_win_when_na
     sneaky = _slow(catalogue.CANDIDATES["tfidf-word-logreg"], expected_ms=1.0)
     monkeypatch.setitem(catalogue.CANDIDATES, sneaky.name, sneaky)
     monkeypatch.setattr(catalogue, "default_sweep", lambda: [weak, sneaky])
-    measured = run_sweep([labeled_subset], folds=2, seed=1, register=False, console=Console(width=250))
+    measured = run_sweep(SweepConfig([labeled_subset], folds=2, seed=1, register=False), console=Console(width=250))
     assert {r.candidate.name for r in measured.results} == {"weak", sneaky.name}
     assert measured.ineligible == [sneaky.name] and measured.winner.candidate.name == "weak"
 

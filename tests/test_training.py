@@ -12,21 +12,25 @@ from papertrack import registry, store
 from papertrack.registry import PRIMARY_METRIC, TEMPORAL_PRIMARY_METRIC
 from papertrack.training.dataset import load_dataset
 from papertrack.training.leaderboard import leaderboard
-from papertrack.training.sweep import run_sweep
+from papertrack.training.sweep import SweepConfig, run_sweep
 
 from .conftest import FAST_CANDIDATES, stratified_subset
 
 pytestmark = pytest.mark.slow
 
 METRICS = {
-    "label_top1",
-    "label_top3",
-    "label_macro_f1",
-    "area_top1",
-    "area_macro_f1",
-    "log_loss",
-    "ece",
-    "fit_seconds",
+    "cv_label_top1",
+    "cv_label_top3",
+    "cv_label_macro_f1",
+    "cv_area_top1",
+    "cv_area_macro_f1",
+    "cv_log_loss",
+    "cv_ece",
+    "cv_fit_seconds",
+    "insample_label_top3",
+    "insample_label_top1",
+    "insample_label_macro_f1",
+    "insample_area_top1",
     "predict_ms_per_abstract",
 }
 ARTIFACTS = {
@@ -112,21 +116,21 @@ def test_champion_is_registered_and_predicts_from_abstract_only(trained):
 def test_champion_beats_majority_baseline_by_a_clear_margin(trained):
     result = trained["result"]
     assert result.winner.metrics[TEMPORAL_PRIMARY_METRIC] >= result.baseline[TEMPORAL_PRIMARY_METRIC] + 0.2
-    assert result.winner.metrics["area_top1"] >= result.baseline["area_top1"] + 0.1
+    assert result.winner.metrics["cv_area_top1"] >= result.baseline["cv_area_top1"] + 0.1
 
 
 def test_promotion_gate_refuses_worse_model_and_promotes_on_new_data(subset_path, tmp_path, monkeypatch):
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
-    first = run_sweep([subset_path], candidate_names=["tfidf-word-cnb"], folds=2, seed=1)
+    first = run_sweep(SweepConfig([subset_path], candidate_names=["tfidf-word-cnb"], folds=2, seed=1))
     assert first.decision.alias == "champion"
 
-    worse = run_sweep([subset_path], candidate_names=["majority-baseline"], folds=2, seed=1)
+    worse = run_sweep(SweepConfig([subset_path], candidate_names=["majority-baseline"], folds=2, seed=1))
     assert worse.decision.alias == "challenger"
     assert "does not beat the champion" in worse.decision.reason
     assert registry.current_champion().version == first.decision.version
 
     smaller = stratified_subset(subset_path, tmp_path / "smaller.jsonl", 6)
-    changed = run_sweep([smaller], candidate_names=["tfidf-word-cnb"], folds=2, seed=1)
+    changed = run_sweep(SweepConfig([smaller], candidate_names=["tfidf-word-cnb"], folds=2, seed=1))
     assert changed.data_digest != first.data_digest
     assert changed.decision.alias == "champion"
     assert "training data changed" in changed.decision.reason
@@ -150,12 +154,12 @@ def test_the_winners_holdout_hits_are_stored_and_read_back_for_the_next_promotio
     assert again.cost_ms == pytest.approx(result.winner.metrics["predict_ms_per_abstract"], abs=1e-6)
     assert again.tiebreak == pytest.approx(result.winner.metrics[registry.TIEBREAK_OF[metric]], abs=1e-6)
     assert stored_contender(champion, metric, "another-digest") is None
-    assert stored_contender(champion, "label_top1", result.data_digest) is None
+    assert stored_contender(champion, "cv_label_top1", result.data_digest) is None
 
 
 def test_register_lets_a_challenge_decide_before_the_gate(subset_path, tmp_path, monkeypatch):
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
-    first = run_sweep([subset_path], candidate_names=["tfidf-word-cnb"], folds=2, seed=1)
+    first = run_sweep(SweepConfig([subset_path], candidate_names=["tfidf-word-cnb"], folds=2, seed=1))
     seen = []
 
     def refuse(champion):
@@ -194,7 +198,7 @@ def test_the_champion_rule_decision_is_stored_on_the_version_and_the_sweep_run(t
     assert result.winner.candidate.name == result.choice.winner
     assert champion.tags["champion_rule"] == result.choice.reason
     assert champion.tags["champion_rule.metric"] == "temporal_label_top3"  # two years: the temporal holdout decides
-    assert {"temporal_label_top3", "shift_label_top3", "label_top3"} <= set(registry.version_metrics(champion))
+    assert {"temporal_label_top3", "shift_label_top3", "cv_label_top3"} <= set(registry.version_metrics(champion))
     parent = client.get_run(result.parent_run_id)
     assert parent.data.tags["champion_rule"] == result.choice.reason
     description = parent.data.tags["mlflow.note.content"]

@@ -3,19 +3,17 @@
 * the confidence calibration (:mod:`papertrack.models.confidence`) from the held-out probabilities the
   winner was selected on (the temporal holdout when the data spans several years — the latest year's rows,
   as predicted by the model trained on the earlier ones —, else the shift holdout with several sources,
-  else out-of-fold), logged
-  to the winner's MLflow run: its metrics (nominal and empirical coverage of the prediction sets,
-  mean set size, the confident threshold, its share and precision), ``confidence/calibration.json`` and the
-  figure ``plots/risk_coverage.png``;
+  else out-of-fold), logged to the winner's MLflow run (:func:`log_calibration`): its metrics (nominal and
+  empirical coverage of the prediction sets, mean set size, the confident threshold, its share and precision),
+  ``confidence/calibration.json`` and the figure ``plots/risk_coverage.png``;
 * the nearest-neighbour index of the labeled training abstracts (:mod:`papertrack.models.neighbors`).
 
-The sweep calls :func:`attach` once, inside the winner's run, before the artifact is saved.
+The sweep calls :func:`attach` once, before the artifact is saved, and logs the calibration to the winner's run.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from rich.console import Console
 
 from papertrack.models.confidence import calibrate, cross_conformal, risk_coverage
 from papertrack.models.neighbors import NeighborIndex
@@ -26,29 +24,34 @@ COVERAGE_TOLERANCE = 0.02  # the empirical coverage should be within this of the
 
 
 def attach(
-    predictor,
-    held_out_proba: np.ndarray,
-    held_out_y: np.ndarray,
-    data: TrainingSet,
-    source: str = "out-of-fold",
-    console: Console | None = None,
-) -> None:
+    predictor, held_out_proba: np.ndarray, held_out_y: np.ndarray, data: TrainingSet, source: str = "out-of-fold"
+):
     """Calibrate ``predictor`` on ``held_out_proba`` (true labels ``held_out_y``; ``source`` names them:
-    "temporal holdout", "shift holdout" or "out-of-fold"), give it the neighbour index of ``data``, and log
-    the calibration to the active MLflow run."""
-    import mlflow
-
+    "temporal holdout", "shift holdout" or "out-of-fold") and give it the neighbour index of ``data``.
+    Returns the calibration (:func:`log_calibration` logs it, :func:`describe` says it in one line)."""
     confidence = calibrate(held_out_proba, held_out_y, source=source)
     predictor.confidence = confidence
     records = data.records
     predictor.neighbors = NeighborIndex.build(
         [r.abstract for r in records], [r.id for r in records], [r.title for r in records], data.labels
     )
+    return confidence
+
+
+def log_calibration(confidence, held_out_proba: np.ndarray, held_out_y: np.ndarray) -> None:
+    """The calibration's metrics, ``confidence/calibration.json`` and ``plots/risk_coverage.png``, logged to the
+    active MLflow run."""
+    import mlflow
+
     mlflow.log_metrics(confidence.metrics())
     mlflow.log_dict(confidence.to_dict(), "confidence/calibration.json")
     fig = risk_coverage_figure(held_out_proba, held_out_y, confidence)
     mlflow.log_figure(fig, "plots/risk_coverage.png")
     plots.close(fig)
+
+
+def describe(confidence, source: str) -> tuple[str, str]:
+    """(one line about the calibration, a warning to append when the coverage is off nominal, else "")."""
     off = abs(confidence.empirical_coverage - confidence.coverage)
     message = (
         f"Prediction sets: {confidence.empirical_coverage:.3f} empirical coverage on {source} rows "
@@ -56,9 +59,7 @@ def attach(
         f"top-1 >= {confidence.top1_threshold:.3f} ({confidence.confident_share:.0%} of rows, top-1 "
         f"precision {confidence.confident_precision:.3f}, target {confidence.target_precision:.2f})"
     )
-    if off > COVERAGE_TOLERANCE:
-        message += f" [yellow]— coverage is {off:.3f} away from nominal[/]"
-    (console or Console()).print(message)
+    return message, (f"— coverage is {off:.3f} away from nominal" if off > COVERAGE_TOLERANCE else "")
 
 
 def risk_coverage_figure(proba: np.ndarray, y: np.ndarray, confidence):

@@ -2,7 +2,7 @@
 
 :func:`evaluate_candidates` cross-validates every single candidate (features fitted inside each
 fold) and evaluates every ensemble on its members' out-of-fold probabilities (weights chosen with
-nested cross-validation, see :mod:`papertrack.training.ensemble`).
+nested cross-validation, see :mod:`papertrack.training.ensemble_weights`).
 
 With a ``temporal`` direction (:func:`papertrack.training.data.temporal_direction`: train on the
 earlier years, test on the latest) and with shift ``directions`` (leave one source out,
@@ -14,6 +14,13 @@ out-of-fold probabilities from an inner cross-validation *of the training side*.
 reads unlabeled text. ``selection_proba`` (the temporal holdout's probabilities on the latest year's
 rows; without one, the shift holdout's, each row from the direction that held it out; the out-of-fold
 ones with a single source) is what the champion rule and calibration work from.
+
+Metric names say which evaluation they come from: ``cv_<metric>`` (out-of-fold, and ``cv_fit_seconds`` per
+fold), ``temporal_<metric>`` and ``shift_<metric>`` (the holdouts, ``shift_<metric>.<direction>`` per
+direction with several), ``insample_<metric>`` (the final configuration scored on the rows its choices were
+made on: an ensemble's refit weights on all out-of-fold rows, optimistic and never ranked; a single candidate
+chooses nothing on them, so its in-sample figures are its cross-validated ones), and the cost
+``predict_ms_per_abstract``.
 
 It logs nothing and prints nothing: an optional :class:`Listener` hears about progress and finished
 candidates (the sweep logs each one to MLflow and prints a line; the benchmarks pass none).
@@ -31,12 +38,12 @@ from papertrack.models.candidates import Candidate
 from papertrack.models.ensemble import combine, with_weights
 from papertrack.training.cv import CVResult, cv_result, fold_indices
 from papertrack.training.data import Direction, TrainingSet
-from papertrack.training.ensemble import cross_validate_ensemble, select_weights
+from papertrack.training.ensemble_weights import cross_validate_ensemble, select_weights
 from papertrack.training.fits import Fit, run_fits
-from papertrack.training.metrics import evaluate
+from papertrack.training.scoring import evaluate
 
 Split = Sequence[tuple[np.ndarray, np.ndarray]]
-INSAMPLE_METRICS = ("label_top3", "label_top1", "label_macro_f1", "area_top1")  # of an ensemble's refit weights
+INSAMPLE_METRICS = ("label_top3", "label_top1", "label_macro_f1", "area_top1")  # logged as insample_<name>
 SHIFT_METRICS = ("label_top3", "label_top1", "area_top1", "label_macro_f1")  # logged as shift_/temporal_<name>
 INNER_FOLDS = 3  # inner cross-validation of a direction's training side (ensemble members only)
 COST_SAMPLE = 64  # abstracts encoded to measure what embedding a new abstract costs
@@ -119,6 +126,16 @@ def shift_metrics(shift: ShiftResult, prefix: str = "shift") -> dict[str, float]
 def temporal_metrics(temporal: ShiftResult) -> dict[str, float]:
     """``temporal_<metric>``: trained on the earlier years, tested on the latest."""
     return shift_metrics(temporal, "temporal")
+
+
+def cv_metrics(metrics: dict[str, float]) -> dict[str, float]:
+    """``cv_<metric>``: :func:`~papertrack.training.scoring.evaluate`'s metrics of out-of-fold probabilities."""
+    return {f"cv_{k}": v for k, v in metrics.items()}
+
+
+def insample_metrics(metrics: dict[str, float]) -> dict[str, float]:
+    """``insample_<metric>`` (:data:`INSAMPLE_METRICS`) of :func:`~papertrack.training.scoring.evaluate`'s metrics."""
+    return {f"insample_{k}": metrics[k] for k in INSAMPLE_METRICS}
 
 
 def evaluate_candidates(
@@ -206,11 +223,13 @@ def _evaluate_single(
     # embedding candidates stay in this process: its embedder holds the model and the cache
     outputs = run_fits(build, data.texts, data.y, fits, 1 if needs_embeddings(candidate) else n_jobs, lambda f: done())
     cv = cv_result(cv_fits, outputs, len(data.y), data.space.n_labels)
-    metrics = evaluate(cv.oof_proba, data.y, data.space)
+    scores = evaluate(cv.oof_proba, data.y, data.space)
+    metrics = cv_metrics(scores)
     embedding_ms = sum(_encode_cost(b, data, encode_ms) for b in _backends(candidate, data, seed))
     metrics.update(
-        fit_seconds=cv.fit_seconds / cv.folds, predict_ms_per_abstract=cv.predict_ms_per_abstract + embedding_ms
+        cv_fit_seconds=cv.fit_seconds / cv.folds, predict_ms_per_abstract=cv.predict_ms_per_abstract + embedding_ms
     )
+    metrics.update(insample_metrics(scores))  # nothing is chosen on the out-of-fold rows: the CV figures
     if embedding_ms:
         metrics["embedding_ms_per_abstract"] = embedding_ms
     shift = later = None
@@ -297,20 +316,16 @@ def _evaluate_ensemble(
     ens = cross_validate_ensemble(candidate, {m: singles[m].cv.oof_proba for m in members}, data.y, split)
     search_seconds = time.perf_counter() - started
     used = [r for r, w in zip(member_results, ens.weights) if w > 0]
-    metrics = evaluate(ens.oof_proba, data.y, data.space)
+    metrics = cv_metrics(evaluate(ens.oof_proba, data.y, data.space))
     metrics.update(
         # what the refit ensemble costs: its members' fits and predictions (an upper bound for
         # prediction: members with identical feature steps share one transform), each sentence
         # embedding counted once
-        fit_seconds=sum(r.metrics["fit_seconds"] for r in used),
+        cv_fit_seconds=sum(r.metrics["cv_fit_seconds"] for r in used),
         predict_ms_per_abstract=_ensemble_cost(used),
         weight_search_seconds=search_seconds,
-        **{
-            f"insample_{k}": v
-            for k, v in evaluate(ens.insample_proba, data.y, data.space).items()
-            if k in INSAMPLE_METRICS
-        },
     )
+    metrics.update(insample_metrics(evaluate(ens.insample_proba, data.y, data.space)))
     weights = {m: round(float(w), 4) for m, w in zip(members, ens.weights)}
     extra = {
         "weights": ", ".join(f"{m}={w:g}" for m, w in weights.items()),

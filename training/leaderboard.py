@@ -5,7 +5,7 @@ from __future__ import annotations
 import mlflow
 import pandas as pd
 
-from papertrack.registry import rank_key
+from papertrack.registry import LEGACY_METRIC_NAMES, rank_key
 from papertrack.settings import EXPERIMENT_NAME
 
 COLUMNS = (
@@ -13,20 +13,33 @@ COLUMNS = (
     "temporal_label_top1",
     "temporal_area_top1",
     "temporal_label_macro_f1",
-    "label_top3",
-    "label_top1",
-    "label_macro_f1",
-    "area_top1",
-    "area_macro_f1",
-    "log_loss",
-    "ece",
+    "cv_label_top3",
+    "cv_label_top1",
+    "cv_label_macro_f1",
+    "cv_area_top1",
+    "cv_area_macro_f1",
+    "cv_log_loss",
+    "cv_ece",
     "shift_label_top3",
     "shift_label_top1",
     "shift_area_top1",
     "shift_label_macro_f1",
-    "fit_seconds",
+    "cv_fit_seconds",
     "predict_ms_per_abstract",
 )
+# a run logged before the metric names had their evaluation's prefix: its metric under the current name
+LEGACY = {new: old for old, new in LEGACY_METRIC_NAMES.items()}
+
+
+def runs_view() -> tuple[str | None, str | None]:
+    """(the papertrack experiment's id, the key of its stored runs view) in the configured store; None for what
+    is not there (no ``train`` yet; trained by a version that stored no view)."""
+    from papertrack.training.sweep_logging import RUNS_VIEW_KEY, SHARED_VIEW_TAG
+
+    experiment = mlflow.get_experiment_by_name(EXPERIMENT_NAME)
+    if experiment is None:
+        return None, None
+    return experiment.experiment_id, RUNS_VIEW_KEY if SHARED_VIEW_TAG + RUNS_VIEW_KEY in experiment.tags else None
 
 
 def leaderboard(latest_sweep_only: bool = True, limit: int = 50) -> pd.DataFrame:
@@ -61,7 +74,11 @@ def leaderboard(latest_sweep_only: bool = True, limit: int = 50) -> pd.DataFrame
         }
     )
     for column in COLUMNS:
-        table[column] = runs.get(f"metrics.{column}")
+        values = runs.get(f"metrics.{column}")
+        legacy = runs.get(f"metrics.{LEGACY[column]}") if column in LEGACY else None
+        if legacy is not None:
+            values = legacy if values is None else values.fillna(legacy)
+        table[column] = values
     keys = [
         rank_key({k: v for k, v in row.items() if v == v and v is not None})
         for row in table[list(COLUMNS)].to_dict("records")

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from sklearn.metrics import confusion_matrix  # noqa: E402
 
-from papertrack.training.metrics import reliability  # noqa: E402
+from papertrack.training.scoring import reliability  # noqa: E402
 
 
 def confusion_figure(y: np.ndarray, predicted: np.ndarray, names: Sequence[str], title: str):

@@ -45,7 +45,7 @@ def stored_contender(version, metric: str, digest: str) -> Contender | None:
         stored = mlflow.artifacts.load_dict(f"runs:/{run_id}/{HITS_ARTIFACT}")
     except Exception:  # no stored hits (a version registered before they were stored), unreadable store: the plain gate
         return None
-    if stored.get("metric") != metric or stored.get("data_digest") != digest:
+    if registry.current_metric_name(str(stored.get("metric"))) != metric or stored.get("data_digest") != digest:
         return None
     tiebreak = registry.TIEBREAK_OF.get(metric, registry.CV_TIEBREAK_METRIC)
     return Contender(

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from papertrack.models.ensemble import combine
-from papertrack.training.metrics import log_loss, macro_f1, top_k_accuracy
+from papertrack.training.scoring import log_loss, macro_f1, top_k_accuracy
 
 OBJECTIVES = ("top3+f1", "log_loss")
 

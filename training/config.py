@@ -1,0 +1,111 @@
+"""What a training sweep is asked to do: one :class:`SweepConfig`, shared by ``papertrack train`` (whose options
+take their defaults and help from it) and any Python caller::
+
+    from papertrack.training.config import SweepConfig
+    from papertrack.training.sweep import run_sweep
+
+    result = run_sweep(SweepConfig(candidate_names=["tfidf-word-cnb"], folds=3, seed=1, register=False))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from papertrack import settings
+from papertrack.errors import UsageError
+
+DEFAULT_BUDGET_MS = 5.0  # predict cost per abstract the default sweep stays within (a fast service)
+MIN_FOLDS, MAX_FOLDS = 2, 20
+
+
+def _help(text: str) -> dict[str, str]:
+    return {"help": text}
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    data_paths: Sequence[Path] = field(
+        default=(),
+        metadata=_help(
+            "Labeled file(s): JSONL/JSON/CSV(.gz) or a text dump. Default: the three labeled sources in "
+            "$PAPERTRACK_DATA_DIR (../shared/data): iclr2024_topics.jsonl, icml2024_topics.jsonl and "
+            "iclr2025_dev_topics.jsonl."
+        ),
+    )
+    fmt: str | None = field(default=None, metadata=_help("Force the input format"))
+    candidate_names: Sequence[str] | None = field(
+        default=None, metadata=_help("Only these candidates (repeatable). Default: the whole sweep.")
+    )
+    folds: int = field(default=5, metadata=_help("Cross-validation folds."))
+    seed: int = field(default=settings.DEFAULT_SEED, metadata=_help("Seed of the folds and of the models."))
+    use_title: bool = field(default=False, metadata=_help("Put titles in front of abstracts (default: abstract only)."))
+    register: bool = field(default=True, metadata=_help("Register the winner as papertrack@champion/challenger."))
+    accept_suggested: bool = field(
+        default=False,
+        metadata=_help(
+            "Also train on labels still left as `papertrack suggest` guessed them "
+            "(skipped by default: never train on the model's own guesses silently)."
+        ),
+    )
+    budget_ms: float | None = field(
+        default=DEFAULT_BUDGET_MS,
+        metadata=_help(
+            "Predict cost per abstract (ms) the default sweep stays within: costlier "
+            "candidates are left out (listed), and one measured over it cannot win. Named candidates (-c) run "
+            "whatever they cost."
+        ),
+    )
+    renames: Sequence[str] = field(
+        default=(),
+        metadata=_help(
+            "OLD=NEW: train OLD's examples as the track NEW (repeatable; added to the built-in "
+            "map of renamed tracks, e.g. 2024's 'Applications · Genetics, Cell Biology, etc')."
+        ),
+    )
+    jobs: int | None = field(
+        default=None,
+        metadata=_help(
+            "Fits run side by side (worker processes). Default: one per core, at most 2; "
+            "the results do not depend on it."
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "data_paths", tuple(Path(p) for p in self.data_paths))
+        set_(self, "candidate_names", tuple(self.candidate_names) if self.candidate_names else None)
+        set_(self, "renames", tuple(self.renames))
+        if not MIN_FOLDS <= self.folds <= MAX_FOLDS:
+            raise UsageError(f"folds must be between {MIN_FOLDS} and {MAX_FOLDS}, not {self.folds}")
+        if self.budget_ms is not None and self.budget_ms < 0:
+            raise UsageError(f"budget_ms must be at least 0, not {self.budget_ms:g}")
+        if self.jobs is not None and self.jobs < 1:
+            raise UsageError(f"jobs must be at least 1, not {self.jobs}")
+
+    @property
+    def paths(self) -> list[Path]:
+        """The labeled files to read: ``data_paths``, else the default sources in the data folder."""
+        from papertrack.training.data import default_data_paths
+
+        return list(self.data_paths) or default_data_paths(settings.current().data_dir)
+
+    @property
+    def budget(self) -> float | None:
+        """The cost budget in force: none when candidates are named (they run and may win whatever they cost)."""
+        return None if self.candidate_names else self.budget_ms
+
+    @property
+    def n_jobs(self) -> int:
+        from papertrack.training.fits import default_jobs
+
+        return self.jobs or default_jobs()
+
+
+def option_help(name: str) -> str:
+    """The help text of a :class:`SweepConfig` field (the ``train`` command's option of that name)."""
+    return next(f.metadata["help"] for f in fields(SweepConfig) if f.name == name)
+
+
+DEFAULTS = SweepConfig()

@@ -1,0 +1,278 @@
+"""The sweep's MLflow layer: one parent run per ``train`` call (parameters, the dataset, the label distribution,
+the majority baseline, the champion's choice and a description with the leaderboard), one nested run per
+candidate (:class:`CandidateLogger`), the winner's prediction artifact logged in its own run, and the
+registration behind the promotion gate. Everything it logs comes from :mod:`papertrack.training.pipeline`."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import mlflow
+import pandas as pd
+
+from papertrack import __version__, registry, store
+from papertrack.models.artifact import PaperTrackModel, signature
+from papertrack.models.candidates import Candidate
+from papertrack.settings import EXPERIMENT_NAME
+from papertrack.training import artifact_extras, promotion, tracking
+from papertrack.training.config import SweepConfig
+from papertrack.training.data import TrainingSet, labels_by_year
+from papertrack.training.evaluation import CandidateResult, Listener
+from papertrack.training.pipeline import Embedded, Prepared, Refit, contender
+from papertrack.training.planning import CandidatePlan, Holdouts
+
+if TYPE_CHECKING:
+    from papertrack.training.sweep import SweepResult
+
+CORE_REQUIREMENTS = ("scikit-learn", "numpy", "pandas", "scipy", "joblib", "mlflow", "lightgbm")
+# MLflow 3 opens an experiment on its GenAI overview unless it is marked as model development
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+# the runs table as papertrack shows it: an experiment tag that MLflow's UI reads as a shared view (the link's
+# ``viewStateShareKey``); see :func:`papertrack.training.report.runs_view_url`
+RUNS_VIEW_KEY = "papertrack-leaderboard"
+SHARED_VIEW_TAG = "mlflow.sharedViewState."
+RUNS_VIEW_METRICS = (
+    "temporal_label_top3",
+    "temporal_label_top1",
+    "temporal_area_top1",
+    "cv_label_top3",
+    "cv_area_top1",
+    "shift_label_top3",
+    "insample_label_top3",
+    "predict_ms_per_abstract",
+)
+
+
+def open_store():
+    """Point MLflow at papertrack's store and experiment: (tracking URI, the MLflow experiment)."""
+    uri = store.configure()
+    experiment = mlflow.get_experiment_by_name(EXPERIMENT_NAME)
+    mlflow.set_experiment_tag(*EXPERIMENT_KIND)
+    return uri, experiment
+
+
+def pip_requirements(candidate: Candidate) -> list[str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    pinned = []
+    for dist in dict.fromkeys((*CORE_REQUIREMENTS, *candidate.requirements)):
+        try:
+            # a local version label (torch "2.13.0+cpu") is not on PyPI: pin the public version
+            pinned.append(f"{dist}=={version(dist).split('+')[0]}")
+        except PackageNotFoundError:
+            pinned.append(dist)
+    return [*pinned, f"papertrack=={__version__}"]
+
+
+def _metric_safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "_-." else "_" for ch in name)
+
+
+class SweepLogger(Listener):
+    """The parent run of a sweep and, as the evaluation's listener, one nested run per finished candidate."""
+
+    def __init__(self, config: SweepConfig, prepared: Prepared, plan: CandidatePlan, holdouts: Holdouts):
+        data, temporal, directions = prepared.data, holdouts.temporal, holdouts.directions
+        paths = config.paths
+        self.data, self.plan = data, plan
+        self.dataset = mlflow.data.from_pandas(
+            data.frame(),
+            source=", ".join(str(p) for p in paths),
+            name=" + ".join(data.source_names),
+            targets="label",
+            digest=data.digest,
+        )
+        budget = config.budget
+        self.common = {
+            "data_digest": data.digest,
+            "data_paths": ", ".join(str(p) for p in paths),
+            "records": len(prepared.records),
+            "labels": data.space.n_labels,
+            "areas": len(data.space.areas),
+            "folds": config.folds,
+            "seed": config.seed,
+            "use_title": config.use_title,
+            "sources": ", ".join(f"{name} ({n})" for name, n in prepared.counts.items()),
+            "shift_holdout": ", ".join(d.name for d in directions) if directions else "none",
+            "temporal_holdout": (f"{temporal.name}: train {' + '.join(temporal.trained_on)}, test {temporal.heldout}")
+            if temporal is not None
+            else "none",
+            "selection": holdouts.yardstick,
+            "renames": prepared.renames.describe(),
+            "budget_ms": "none (candidates named)" if budget is None else budget,
+        }
+        self.counts = prepared.counts
+        self.run = None
+
+    def __enter__(self) -> SweepLogger:
+        self.run = mlflow.start_run(run_name=f"sweep-{time.strftime('%Y%m%d-%H%M%S')}")
+        mlflow.set_tags({"papertrack.kind": "sweep", "papertrack.version": __version__})
+        mlflow.log_params({**self.common, "candidates": ", ".join(c.name for c in self.plan.candidates)})
+        tracking.log_dataset_input(self.dataset)
+        mlflow.log_metrics({f"records.{_metric_safe(name)}": n for name, n in self.counts.items()})
+        mlflow.log_text(self.data.label_distribution().to_csv(index=False), "data/label_distribution_by_source.csv")
+        mlflow.log_text(labels_by_year(self.data).to_csv(index=False), "data/labels_by_year.csv")
+        if self.plan.skipped:
+            mlflow.set_tag("skipped_candidates", ", ".join(self.plan.skipped))
+        if self.plan.over_budget:
+            mlflow.set_tag("over_budget_candidates", ", ".join(self.plan.over_budget))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        mlflow.end_run("FAILED" if exc[0] is not None else "FINISHED")
+
+    @property
+    def run_id(self) -> str:
+        return self.run.info.run_id
+
+    def baseline(self, baseline: dict[str, float]) -> None:
+        mlflow.log_metrics({f"baseline_{k}": v for k, v in baseline.items()})
+
+    def embeddings(self, embedded: Sequence[Embedded]) -> None:
+        seconds = sum(e.seconds for e in embedded)
+        if seconds:
+            mlflow.log_metrics({"embedding_seconds": seconds, "embedded_texts": sum(e.encoded for e in embedded)})
+
+    def candidate_done(self, result: CandidateResult) -> None:
+        result.run_id = log_candidate(result, self.data, self.dataset, self.common)
+
+    def choice(self, result: SweepResult) -> None:
+        winner, choice = result.winner, result.choice
+        mlflow.set_tags({"winner": winner.candidate.name, "winner_run_id": winner.run_id, **choice.tags()})
+        mlflow.log_metrics({f"best_{k}": v for k, v in winner.metrics.items()})
+        mlflow.set_tag("mlflow.note.content", describe(result))
+        mlflow.set_experiment_tag(SHARED_VIEW_TAG + RUNS_VIEW_KEY, json.dumps(runs_view(result)))
+
+    def model(self, winner: CandidateResult, refit: Refit, data: TrainingSet) -> str:
+        return log_model(winner, refit, data)
+
+    def register(self, result: SweepResult) -> registry.Decision:
+        """Register the refit winner; it becomes champion only past the promotion gate."""
+        winner, choice = result.winner, result.choice
+        mine = contender(winner, result.results)
+        promotion.log_hits(winner.run_id, mine, choice.metric, result.data_digest)
+        decision = registry.register(
+            result.model_uri,
+            winner.run_id,
+            winner.metrics,
+            result.data_digest,
+            winner.candidate.name,
+            decision_tags=choice.tags(),
+            challenge=promotion.cost_challenge(mine, choice.metric, result.data_digest),
+        )
+        result.decision = decision
+        mlflow.set_tag("registered_version", decision.version)
+        mlflow.set_tag("mlflow.note.content", describe(result))
+        return decision
+
+
+def log_model(winner: CandidateResult, refit: Refit, data: TrainingSet) -> str:
+    """Log the refit winner, in the winner's own run, as the pyfunc prediction artifact; its model URI."""
+    example = pd.DataFrame(
+        {"abstract": [r.abstract for r in data.records[:2]], "title": [r.title or "" for r in data.records[:2]]}
+    )
+    with tempfile.TemporaryDirectory() as tmp, mlflow.start_run(run_id=winner.run_id, nested=True):
+        artifact_extras.log_calibration(refit.confidence, winner.selection_proba, winner.selection_y)
+        artifacts = refit.predictor.save_artifacts(Path(tmp))  # the pickled predictor and its manifest
+        logged = mlflow.pyfunc.log_model(
+            name="model",
+            python_model=PaperTrackModel(),
+            artifacts=artifacts,
+            signature=signature(),
+            input_example=example,
+            pip_requirements=pip_requirements(winner.candidate),
+        )
+        mlflow.set_tag("refit", "all data")
+    return logged.model_uri
+
+
+def log_candidate(result: CandidateResult, data: TrainingSet, dataset, common: dict) -> str:
+    """One nested run: the candidate's tags, parameters, the dataset, its metrics and evaluation artifacts."""
+    candidate = result.candidate
+    with mlflow.start_run(run_name=candidate.name, nested=True) as run:
+        mlflow.set_tags(
+            {
+                "papertrack.kind": "candidate",
+                "family": candidate.family,
+                "candidate": candidate.name,
+                "features": candidate.features,
+            }
+        )
+        mlflow.log_params(
+            {
+                **common,
+                "family": candidate.family,
+                "features": candidate.features,
+                **{f"hp.{k}": v for k, v in candidate.params.items()},
+                **(result.extra_params or {}),
+            }
+        )
+        tracking.log_dataset_input(dataset)
+        mlflow.log_metrics(result.metrics)
+        tracking.log_evaluation_artifacts(result.cv.oof_proba, data.y, data.space, candidate.name)
+    return run.info.run_id
+
+
+def runs_view(result: SweepResult) -> dict:
+    """MLflow's UI state for the runs table of this sweep: its candidates (not the collapsed sweep row), best
+    first by the champion rule's metric, with the metric columns papertrack ranks by (the UI shows none by
+    default)."""
+    metrics = [m for m in RUNS_VIEW_METRICS if any(m in r.metrics for r in result.results)]
+    columns = ["attributes.`Models`", *(f"metrics.`{m}`" for m in metrics)]
+    return {
+        "searchFilter": (
+            f"tags.`papertrack.kind` = 'candidate' and tags.`mlflow.parentRunId` = '{result.parent_run_id}'"
+        ),
+        "orderByKey": f"metrics.`{result.choice.metric}`",
+        "orderByAsc": False,
+        "startTime": "ALL",
+        "lifecycleFilter": "Active",
+        "modelVersionFilter": "All Runs",
+        "datasetsFilter": [],
+        "selectedColumns": columns,
+        "columnOrder": columns,  # else alphabetical
+        "columnWidths": {c: 150 for c in columns[1:]},
+        "runsHiddenMode": "SHOW_ALL",
+    }
+
+
+def describe(result: SweepResult) -> str:
+    """The parent run's description (markdown): the leaderboard and the champion decision."""
+    shift = any("shift_label_top3" in r.metrics for r in result.results)
+    later = any("temporal_label_top3" in r.metrics for r in result.results)
+    head = (
+        ["candidate"]
+        + (["temporal top3", "temporal top1", "temporal area"] if later else [])
+        + ["CV top3", "CV top1", "CV area"]
+        + (["shift top3", "shift top1", "shift area"] if shift else [])
+        + ["ms/abstract"]
+    )
+    lines = [f"**Champion rule** (on the {result.yardstick}): {result.choice.reason}", ""]
+    if result.decision:
+        lines += [
+            f"Registered version {result.decision.version} as **{result.decision.alias}**: {result.decision.reason}",
+            "",
+        ]
+    lines += [
+        "Sources: " + ", ".join(f"{k} ({v:,})" for k, v in result.sources.items()),
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for r in result.leaderboard():
+        m = r.metrics
+        cells = [r.candidate.name]
+        if later:
+            cells += [f"{m[k]:.3f}" for k in ("temporal_label_top3", "temporal_label_top1", "temporal_area_top1")]
+        cells += [f"{m[k]:.3f}" for k in ("cv_label_top3", "cv_label_top1", "cv_area_top1")]
+        if shift:
+            cells += [f"{m[k]:.3f}" for k in ("shift_label_top3", "shift_label_top1", "shift_area_top1")]
+        lines.append("| " + " | ".join(cells + [f"{m['predict_ms_per_abstract']:.2f}"]) + " |")
+    if result.over_budget:
+        lines += ["", f"Left out by the {result.budget_ms:g} ms budget: {', '.join(result.over_budget)}"]
+    return "\n".join(lines)
