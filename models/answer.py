@@ -4,7 +4,7 @@ Everything else that states the answer's shape comes from here or is checked aga
 
 * :meth:`TrackPredictor.predict` returns plain dicts (fast to build, the same JSON as always); their static types
   :class:`TrackDict`, :class:`AreaScoreDict`, :class:`AnswerDict` are checked field by field against the models
-  (``tests/test_answer_schema.py``) — a type checker cannot read a ``TypedDict`` built at run time;
+  (``tests/models/test_answer_schema.py``) — a type checker cannot read a ``TypedDict`` built at run time;
 * the MLflow signature's output columns are derived from :class:`Answer` by :func:`mlflow_outputs`;
 * the HTTP service's response models (``serving/schemas.py``) are these models (``PaperResult`` extends
   :class:`Answer`);

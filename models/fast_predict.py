@@ -14,7 +14,7 @@ that overhead is most of a prediction of ``ensemble-tfidf``, and for a batch the
 
 Anything else (another vectorizer or classifier, non-string input, a binary problem) goes through
 scikit-learn itself. Nothing here is pickled: the vocabulary indexes are built on first use and held
-in a cache keyed by the fitted vectorizer. ``tests/test_fast_predict.py`` checks that the answers equal
+in a cache keyed by the fitted vectorizer. ``tests/models/test_fast_predict.py`` checks that the answers equal
 scikit-learn's own path.
 """
 

@@ -86,8 +86,7 @@ def test_nested_cv_chooses_each_folds_weights_without_that_fold():
 def small(subset_path, tmp_path_factory):
     from papertrack.training.data import TrainingSet
     from papertrack.training.dataset import load_dataset
-
-    from .conftest import stratified_subset
+    from tests.conftest import stratified_subset
 
     path = stratified_subset(subset_path, tmp_path_factory.mktemp("ens") / "small.jsonl", 4)
     records, _ = load_dataset([str(path)], labeled=True)

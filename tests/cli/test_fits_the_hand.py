@@ -138,7 +138,7 @@ def _fake_backend_with_index():
     from types import SimpleNamespace
 
     from papertrack.models.neighbors import NeighborIndex
-    from tests.test_hostile_label import FakeBackend
+    from tests.serving.test_hostile_label import FakeBackend
 
     index = NeighborIndex.build(TRAINED_ON, ["t1", "t2"], [None, None], ["Theory", "Deep Learning"])
 
@@ -312,7 +312,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-PAGE_JS = Path(__file__).resolve().parents[1] / "serving" / "http" / "page" / "static" / "page.js"
+PAGE_JS = Path(__file__).resolve().parents[2] / "serving" / "http" / "page" / "static" / "page.js"
 
 
 def test_the_page_csv_is_the_cli_csv():  # mock answers: no model, no server (not slow)
@@ -396,7 +396,7 @@ def test_bento_spec_is_the_bentofile_with_the_champions_requirements(tmp_path):
 
     from papertrack.serving.http.commands import BENTO_SPEC, bento_spec, champion_requirements
 
-    repo = yaml.safe_load((Path(__file__).resolve().parents[1] / "bentofile.yaml").read_text())
+    repo = yaml.safe_load((Path(__file__).resolve().parents[2] / "bentofile.yaml").read_text())
     for key in ("service", "name", "labels", "description", "include", "envs"):
         assert BENTO_SPEC[key] == repo[key], key
     spec = bento_spec("dist/papertrack-0.1.0-py3-none-any.whl")
@@ -437,7 +437,7 @@ def test_build_works_from_an_installed_package_and_packs_the_champions_requireme
 
     from papertrack.serving.http.commands import build_wheel
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     before = set(p.name for p in repo.iterdir())
     wheel = build_wheel(tmp_path / "wheel")
     names = set(zipfile.ZipFile(wheel).namelist())

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_service import ABSTRACTS
+from tests.serving.test_service import ABSTRACTS
 
 PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
 

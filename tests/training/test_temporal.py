@@ -20,8 +20,7 @@ from papertrack.training.cv import fold_indices
 from papertrack.training.data import TrainingSet, one_year_only, shift_directions, temporal_direction, year_of
 from papertrack.training.evaluation import evaluate_candidates
 from papertrack.training.renames import RenameMap
-
-from .recording import FITTED, recording_candidate
+from tests.recording import FITTED, recording_candidate
 
 OLD = "Applications · Genetics, Cell Biology, etc"
 NEW = "Applications · Genetics, Cell Biology, Health, etc"

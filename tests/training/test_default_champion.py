@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from .conftest import bentoml_home
+from tests.conftest import bentoml_home
 
 pytestmark = pytest.mark.slow  # trains and imports a model
 

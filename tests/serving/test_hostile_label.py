@@ -17,8 +17,7 @@ from typer.testing import CliRunner
 
 from papertrack.features.ingest import IngestError, Record, iter_records
 from papertrack.training.dataset import load_dataset
-
-from .conftest import FakeBackend
+from tests.conftest import FakeBackend
 
 ABSTRACT = "We study graph neural networks and message passing for molecules, with a new benchmark."
 

@@ -30,7 +30,7 @@ def test_settings_read_every_variable_at_call_time(tmp_path, monkeypatch):
     assert settings.current().embedding_cache == tmp_path / "home" / "embedding-cache"
 
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _readme_settings_table() -> str:

@@ -14,8 +14,7 @@ import pytest
 
 from papertrack import settings
 from papertrack.features import embeddings as emb
-
-from .conftest import sources_subset
+from tests.conftest import sources_subset
 
 pytestmark = pytest.mark.embeddings
 

@@ -13,8 +13,7 @@ from papertrack.registry import PRIMARY_METRIC, TEMPORAL_PRIMARY_METRIC
 from papertrack.training.dataset import load_dataset
 from papertrack.training.leaderboard import leaderboard
 from papertrack.training.sweep import SweepConfig, run_sweep
-
-from .conftest import FAST_CANDIDATES, stratified_subset
+from tests.conftest import FAST_CANDIDATES, stratified_subset
 
 pytestmark = pytest.mark.slow
 

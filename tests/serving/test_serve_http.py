@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .processes import free_port, stop
+from tests.processes import free_port, stop
 
 pytestmark = pytest.mark.slow
 

@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FAST_CANDIDATES, stratified_subset
-
-from .processes import free_port, stop, wait_http
+from tests.processes import free_port, stop, wait_http
 
 PG_BIN = Path(os.environ.get("PAPERTRACK_PG_BIN", "/usr/lib/postgresql/15/bin"))
 INSTALL = "apt-get install -y postgresql (PostgreSQL 15 server binaries in /usr/lib/postgresql/15/bin)"

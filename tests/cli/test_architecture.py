@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ("features", "models", "training", "serving")
 # what each layer may import from the project, besides itself
 ALLOWED = {

@@ -22,9 +22,8 @@ import pytest
 from papertrack import __version__
 from papertrack.models import manifest
 from papertrack.models.manifest import DamagedArtifact, IncompatibleArtifact
-
-from .conftest import bentoml_home
-from .synthetic_corpus import fitted_predictor
+from tests.conftest import bentoml_home
+from tests.synthetic_corpus import fitted_predictor
 
 os.environ.setdefault("BENTOML_DO_NOT_TRACK", "true")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")

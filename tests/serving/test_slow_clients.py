@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .processes import free_port, stop, wait_http
+from tests.processes import free_port, stop, wait_http
 
 DEADLINE = 1.0
 SLACK = 2.0  # the event loop of a loaded 2-core machine may fire a timer late

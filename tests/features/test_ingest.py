@@ -30,7 +30,7 @@ def records_of(*args, **kwargs):
     ]
 
 
-SHARED = Path(__file__).parents[2] / "shared" / "data"
+SHARED = Path(__file__).parents[3] / "shared" / "data"
 
 ABSTRACT_A = "We propose a new optimiser. It converges faster than Adam on every benchmark we tried."
 ABSTRACT_B = "Graph neural networks struggle with long-range dependencies. We add virtual nodes."

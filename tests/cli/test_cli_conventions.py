@@ -10,7 +10,7 @@ from importlib import metadata
 import pytest
 from typer.testing import CliRunner
 
-from tests.test_hostile_label import ABSTRACT, FakeBackend, NoModel, flat
+from tests.serving.test_hostile_label import ABSTRACT, FakeBackend, NoModel, flat
 
 
 @pytest.fixture()

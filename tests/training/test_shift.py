@@ -13,8 +13,7 @@ from papertrack.training.champion import TAG, Contender, choose_champion, paired
 from papertrack.training.cv import fold_indices
 from papertrack.training.data import DEFAULT_FILES, TrainingSet, default_data_paths, shift_directions
 from papertrack.training.evaluation import evaluate_candidates
-
-from .recording import FITTED, recording_candidate
+from tests.recording import FITTED, recording_candidate
 
 TOPICS = {
     "A · graphs": "graph nodes edges message passing",
@@ -87,8 +86,7 @@ def test_shift_holdout_keeps_sources_apart_in_every_fitted_step():
 @pytest.mark.slow  # trains (a one-candidate sweep)
 def test_one_source_falls_back_to_cross_validation_and_says_so(subset_path, tmp_path, monkeypatch):
     from papertrack.training.sweep import SweepConfig, run_sweep
-
-    from .conftest import stratified_subset
+    from tests.conftest import stratified_subset
 
     one = stratified_subset(subset_path.with_suffix(".iclr2024_topics.jsonl"), tmp_path / "one.jsonl", 3)
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))

@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from .processes import free_port, stop, wait_http
+from tests.processes import free_port, stop, wait_http
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MAX_INPUT_MIB = 128  # PAPERTRACK_MAX_INPUT_BYTES for the CLI: between the one-line bomb (64) and the other (160)
 GROWTH_MIB = 100  # a case may grow the process by this much over what it held before (bounded reading)
 SECONDS = 60.0  # time ceiling of a case (a loaded 2-core machine; quiet: a few seconds)

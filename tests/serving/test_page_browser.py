@@ -23,7 +23,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ARTIFACTS = (
-    Path(os.environ.get("PAPERTRACK_TEST_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts")) / "page"
+    Path(os.environ.get("PAPERTRACK_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "test-artifacts")) / "page"
 )
 TIMEOUT_MS = 30_000
 

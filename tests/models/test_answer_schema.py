@@ -12,8 +12,7 @@ from pydantic import BaseModel
 
 from papertrack.models import answer
 from papertrack.models.answer import Answer, AnswerDict, AreaScore, AreaScoreDict, Track, TrackDict
-
-from .synthetic_corpus import fitted_predictor
+from tests.synthetic_corpus import fitted_predictor
 
 ABSTRACT = "attention transformer heads tokens softmax query keys sequence. We report experiments on standard data."
 

@@ -23,7 +23,7 @@ from papertrack.errors import NoModelError
 os.environ.setdefault("BENTOML_DO_NOT_TRACK", "true")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 ABSTRACTS = [
     "We propose a sparse attention mechanism for transformers that reduces the quadratic cost of "

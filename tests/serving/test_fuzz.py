@@ -41,7 +41,7 @@ def test_schemathesis_finds_nothing(server, tmp_path):  # noqa: F811 - the impor
         "none",
         "--no-color",
         # a dump file's validity cannot be written as a schema: any bytes are "valid" to schemathesis but
-        # most are not a dump (400); ingestion of any bytes is covered by tests/test_ingest_properties.py
+        # most are not a dump (400); ingestion of any bytes is covered by tests/features/test_ingest_properties.py
         "--exclude-path",
         "/parse_dump",
     ]
