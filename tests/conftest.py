@@ -30,8 +30,11 @@ os.environ.pop("MLFLOW_TRACKING_URI", None)  # tests always use their own tempor
 FAST_CANDIDATES = ["tfidf-word-cnb", "tfidf-word-svm"]
 
 # fixtures that train the sweep (once per session, ~1 minute) or depend on it: the BentoML import, the service
-# the trained sweep and the service on it; `registered` (test_artifact_integrity.py) logs a model into a fresh store
-SLOW_FIXTURES = frozenset({"trained", "bento_home", "imported", "client", "server_env", "server", "registered"})
+# the trained sweep and the service on it; `registered` (test_artifact_integrity.py) logs a model into a fresh store;
+# `minilm` (test_embeddings.py) loads the packaged MiniLM; `shared_fit` (test_fast_predict.py) fits on the shared data
+SLOW_FIXTURES = frozenset(
+    {"trained", "bento_home", "imported", "client", "server_env", "server", "registered", "minilm", "shared_fit"}
+)
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects

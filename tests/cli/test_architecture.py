@@ -151,6 +151,7 @@ def test_the_shared_layer_imports_no_layer_above_features():
     assert not violations, "\n".join(violations)
 
 
+@pytest.mark.slow  # a fresh interpreter importing the stack
 def test_serving_loads_neither_training_nor_matplotlib():
     code = (
         "import json, sys\n"
@@ -164,6 +165,7 @@ def test_serving_loads_neither_training_nor_matplotlib():
     assert loaded == [], f"serving loaded {loaded}"
 
 
+@pytest.mark.slow  # a fresh interpreter importing the stack
 def test_serving_runtimes_load_apart():
     """At run time too: the batch commands and engines load no HTTP module, the service no batch module."""
     code = (

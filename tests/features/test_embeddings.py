@@ -30,7 +30,7 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def model():
+def minilm():
     """The packaged MiniLM, loaded once with every outgoing connection refused: it needs no network."""
 
     def refuse(*args, **kwargs):
@@ -55,7 +55,7 @@ def cache_env(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow  # loads the packaged MiniLM (torch)
-def test_packaged_model_loads_offline_and_is_deterministic(model):
+def test_packaged_model_loads_offline_and_is_deterministic(minilm):
     embedder = emb.Embedder(emb.BACKENDS["minilm"], cache_dir=None)
     first = embedder.embed(TEXTS)
     second = embedder._encode(list(TEXTS))  # straight from the model again, no cache of any kind
@@ -63,10 +63,10 @@ def test_packaged_model_loads_offline_and_is_deterministic(model):
     np.testing.assert_allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
     np.testing.assert_array_equal(first, second)
     assert not np.allclose(first[0], first[1])
-    assert embedder.model is model  # one model per process, shared by every embedder
+    assert embedder.model is minilm  # one model per process, shared by every embedder
 
 
-def test_cache_returns_identical_vectors_without_recomputing(model, tmp_path):
+def test_cache_returns_identical_vectors_without_recomputing(minilm, tmp_path):
     writer = emb.Embedder(emb.BACKENDS["minilm"], cache_dir=tmp_path / "cache")
     vectors = writer.embed(TEXTS + [TEXTS[0]])  # a repeated text is encoded once
     assert (writer.encode_calls, writer.encoded) == (1, 3)
@@ -116,7 +116,7 @@ def test_cache_is_safe_with_concurrent_writers(tmp_path):
     np.testing.assert_array_equal(np.stack([found[emb.text_hash(f"text {i}")] for i in range(400)]), expected)
 
 
-def test_unusable_cache_never_fails_encoding(model, tmp_path):
+def test_unusable_cache_never_fails_encoding(minilm, tmp_path):
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the cache directory should be")
     embedder = emb.Embedder(emb.BACKENDS["minilm"], cache_dir=blocker)
@@ -124,7 +124,7 @@ def test_unusable_cache_never_fails_encoding(model, tmp_path):
     assert embedder.cache is None  # disabled, with a warning
 
 
-def test_feature_step_pickles_without_the_model(model, cache_env):
+def test_feature_step_pickles_without_the_model(minilm, cache_env):
     step = emb.EmbeddingFeatures("minilm").fit(TEXTS)
     before = step.transform(TEXTS)
     payload = pickle.dumps(step)
@@ -135,7 +135,7 @@ def test_feature_step_pickles_without_the_model(model, cache_env):
 
 
 @pytest.fixture(scope="module")
-def embedding_sweep(data_dir, tmp_path_factory, model):
+def embedding_sweep(data_dir, tmp_path_factory, minilm):
     """The three embedding families (and a TF-IDF + embedding ensemble) swept on a small subset."""
     from papertrack.models.catalogue import CANDIDATES, ensemble_candidate
     from papertrack.training.data import TrainingSet

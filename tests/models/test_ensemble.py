@@ -193,6 +193,7 @@ def test_without_the_embeddings_extra_the_default_sweep_says_it_leaves_them_out(
         plan_candidates(["emb-minilm-knn"])
 
 
+@pytest.mark.slow  # a fresh interpreter importing the stack
 def test_papertrack_imports_and_fits_tfidf_ensembles_without_torch():
     script = textwrap.dedent("""
         import sys

@@ -55,8 +55,8 @@ def _abstracts(path, per_label: int | None = None) -> tuple[list[str], list[str]
 
 
 @pytest.fixture(scope="module")
-def fitted(data_dir):
-    """ensemble-tfidf's four members, fitted on a stratified part of the two 2024 sources."""
+def shared_fit(data_dir):
+    """ensemble-tfidf's four members, shared_fit on a stratified part of the two 2024 sources."""
     texts, labels = [], []
     for name in ("iclr2024_topics.jsonl", "icml2024_topics.jsonl"):
         part_texts, part_labels = _abstracts(data_dir / name, per_label=8)
@@ -97,26 +97,26 @@ def assert_same_proba(fast: np.ndarray, reference: np.ndarray) -> None:
     )
 
 
-def test_members_equal_sklearn_on_next_years_abstracts_batch_and_one_by_one(fitted, data_dir):
+def test_members_equal_sklearn_on_next_years_abstracts_batch_and_one_by_one(shared_fit, data_dir):
     texts, _ = _abstracts(data_dir / "iclr2025_dev_topics.jsonl")
     texts = texts[:300] + ODD_TEXTS
-    reference = sklearn_member_proba(fitted, texts)
-    for fast, expected in zip(fitted.member_proba(texts), reference):
+    reference = sklearn_member_proba(shared_fit, texts)
+    for fast, expected in zip(shared_fit.member_proba(texts), reference):
         assert_same_proba(fast, expected)
-    one_by_one = [fitted.member_proba([text]) for text in texts[::7]]
+    one_by_one = [shared_fit.member_proba([text]) for text in texts[::7]]
     for k, expected in enumerate(reference):
         assert_same_proba(np.vstack([rows[k] for rows in one_by_one]), expected[::7])
 
 
-def test_single_classifier_equals_sklearn(fitted):
+def test_single_classifier_equals_sklearn(shared_fit):
     texts = ["Message passing graph neural networks on molecules.", *ODD_TEXTS]
-    for k, (_, member, _) in enumerate(fitted.members_):
-        assert_same_proba(member.predict_proba(texts), sklearn_member_proba(fitted, texts)[k])
+    for k, (_, member, _) in enumerate(shared_fit.members_):
+        assert_same_proba(member.predict_proba(texts), sklearn_member_proba(shared_fit, texts)[k])
 
 
-def test_tfidf_rows_equal_the_vectorizers_transform(fitted, data_dir):
+def test_tfidf_rows_equal_the_vectorizers_transform(shared_fit, data_dir):
     texts = _abstracts(data_dir / "iclr2025_dev_topics.jsonl")[0][:200] + ODD_TEXTS
-    steps = [features for features, _ in fitted.groups_]
+    steps = [features for features, _ in shared_fit.groups_]
     assert sorted(step.ngram_range for step in steps) == [(1, 1), (1, 2)]  # word and word-1/2-gram, one pass
     for fast, step in zip(tfidf_rows(steps, texts), steps):
         expected = step.transform(texts)
