@@ -24,7 +24,7 @@ from papertrack import settings, tracking_server
 from papertrack.console import err_console
 from papertrack.errors import NoModelError, PapertrackError
 from papertrack.serving.batch import label_command, suggest_command
-from papertrack.serving.http import commands as http_commands
+from papertrack.serving.http import serve_command
 from papertrack.training import commands as training_commands
 
 # Environment that keeps libraries quiet unless --verbose (read by the libraries when they start or at each call;
@@ -247,7 +247,7 @@ def _options(
 
 
 training_commands.add_commands(app)
-http_commands.add_commands(app)
+serve_command.add_commands(app)
 label_command.add_commands(app)
 suggest_command.add_commands(app)
 tracking_server.add_commands(app)

@@ -14,7 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from papertrack.features.ingest import has_content
 from papertrack.models.answer import DEFAULT_TOP_K, Answer
-from papertrack.serving.limits import MAX_ABSTRACT_CHARS, MAX_BATCH, MAX_TITLE_CHARS
+from papertrack.serving.size_limits import MAX_ABSTRACT_CHARS, MAX_BATCH, MAX_TITLE_CHARS
 
 MAX_TOP_K = 1_000
 """Static upper bound of ``top_k``; the real bound is the model's number of labels, checked per request."""

@@ -175,7 +175,7 @@ def test_serving_runtimes_load_apart():
         "batch = sorted(n for n in sys.modules if n.startswith('papertrack.serving.http'))\n"
         "for name in [n for n in sys.modules if n.startswith('papertrack.serving')]:\n"
         "    del sys.modules[name]\n"
-        "import papertrack.serving.http.service, papertrack.serving.http.commands\n"
+        "import papertrack.serving.http.service, papertrack.serving.http.serve_command\n"
         "http = sorted(n for n in sys.modules if n.startswith('papertrack.serving.batch'))\n"
         "print(json.dumps([batch, http]))\n"
     )

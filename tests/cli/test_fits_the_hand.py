@@ -394,7 +394,7 @@ def test_the_page_csv_is_the_cli_csv():  # mock answers: no model, no server (no
 def test_bento_spec_is_the_bentofile_with_the_champions_requirements(tmp_path):
     import yaml
 
-    from papertrack.serving.http.commands import BENTO_SPEC, bento_spec, champion_requirements
+    from papertrack.serving.http.serve_command import BENTO_SPEC, bento_spec, champion_requirements
 
     repo = yaml.safe_load((Path(__file__).resolve().parents[2] / "bentofile.yaml").read_text())
     for key in ("service", "name", "labels", "description", "include", "envs"):
@@ -435,7 +435,7 @@ def test_build_works_from_an_installed_package_and_packs_the_champions_requireme
     import tarfile
     import zipfile
 
-    from papertrack.serving.http.commands import build_wheel
+    from papertrack.serving.http.serve_command import build_wheel
 
     repo = Path(__file__).resolve().parents[2]
     before = set(p.name for p in repo.iterdir())

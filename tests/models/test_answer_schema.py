@@ -132,7 +132,7 @@ def test_ddl_fields_reads_nested_types():
 
 @pytest.fixture(scope="module")
 def parquet_row():
-    from papertrack.serving.batch.labeler.spark.rows import PARQUET_ROW_SCHEMA
+    from papertrack.serving.batch.labeler.spark.arrow_rows import PARQUET_ROW_SCHEMA
 
     return ddl_fields(PARQUET_ROW_SCHEMA)
 

@@ -208,7 +208,7 @@ def serve(monkeypatch):
     from typer.testing import CliRunner
 
     from papertrack.cli import app
-    from papertrack.serving.http import commands
+    from papertrack.serving.http import serve_command as commands
 
     handed_over = []
     monkeypatch.setattr(commands.os, "execve", lambda *args: handed_over.append(args))

@@ -347,7 +347,7 @@ def test_bentoml_build_packs_the_wheel_and_the_model(imported, bento_home, tmp_p
     """`bentoml build` with the repo's bentofile.yaml (in a scratch build context), then the exported
     archive holds the papertrack wheel and the champion."""
     from papertrack.serving.http.bento_store import service_env
-    from papertrack.serving.http.commands import build_wheel
+    from papertrack.serving.http.serve_command import build_wheel
 
     context = tmp_path / "ctx"
     context.mkdir()

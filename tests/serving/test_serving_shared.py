@@ -81,7 +81,7 @@ def test_the_spark_session_environment_is_given_for_its_start_only(monkeypatch):
 
 
 def test_a_failed_build_step_is_a_papertrack_error_with_its_output():
-    from papertrack.serving.http.commands import BuildError, _run
+    from papertrack.serving.http.serve_command import BuildError, _run
 
     with pytest.raises(BuildError) as caught:
         _run([sys.executable, "-c", "import sys; print('step said this'); sys.exit(3)"], "bentoml build")

@@ -13,7 +13,7 @@ Modules, each owning one concern:
 
 from papertrack.serving.batch.labeler.backends import Backend, HttpBackend, LocalBackend
 from papertrack.serving.batch.labeler.checkpoint import partial_path
-from papertrack.serving.batch.labeler.errors import LabelError, ModelMissing
+from papertrack.serving.batch.labeler.label_errors import LabelError, ModelMissing
 from papertrack.serving.batch.labeler.run import LabelResult, label_dumps
 from papertrack.serving.batch.labeler.summary import Counters, summary_lines
 

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from papertrack.features.ingest import Record
-from papertrack.serving.batch.labeler.errors import LabelError, ModelMissing
-from papertrack.serving.limits import MAX_ABSTRACT_CHARS, MAX_BATCH, MAX_TITLE_CHARS
+from papertrack.serving.batch.labeler.label_errors import LabelError, ModelMissing
+from papertrack.serving.size_limits import MAX_ABSTRACT_CHARS, MAX_BATCH, MAX_TITLE_CHARS
 
 if TYPE_CHECKING:
     from papertrack.models.answer import AnswerDict as Answer

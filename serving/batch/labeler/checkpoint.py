@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 from papertrack.features.ingest import IngestError
 from papertrack.serving.batch.labeler import outputs
-from papertrack.serving.batch.labeler.errors import LabelError
+from papertrack.serving.batch.labeler.label_errors import LabelError
 from papertrack.serving.batch.labeler.summary import Counters
 
 VERSION = 1

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from papertrack.errors import PapertrackError
 from papertrack.features.ingest import display_name
-from papertrack.serving.batch.labeler.errors import LabelError
+from papertrack.serving.batch.labeler.label_errors import LabelError
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)

@@ -23,7 +23,7 @@ from papertrack.features.ingest import BadRecord, IngestError, Record, detect_fo
 from papertrack.models.answer import CONFIDENCE_FIELDS
 from papertrack.serving.batch.labeler import checkpoint, outputs
 from papertrack.serving.batch.labeler.checkpoint import Paths, default_errors_path, fingerprint
-from papertrack.serving.batch.labeler.errors import LabelError
+from papertrack.serving.batch.labeler.label_errors import LabelError
 from papertrack.serving.batch.labeler.rows import RowFormat, error_rows
 from papertrack.serving.batch.labeler.summary import SUMMARY_K, Counters
 
