@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from papertrack.features.labels import nearest_known_label, normalise_label
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS
 
 COMMANDS = ["train", "runs", "serve", "build", "label", "suggest", "tracking-server"]
 
@@ -302,16 +303,6 @@ def test_train_and_label_are_quiet_and_report_a_subarea_typo(labeled_subset, tmp
 
 # --------------------------------------------------------------------------- 2. one CSV for the page and the CLI
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 PAGE_JS = Path(__file__).resolve().parents[2] / "serving" / "http" / "page" / "static" / "page.js"
 
 
