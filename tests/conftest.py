@@ -42,6 +42,10 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    # tests/training/ reads the session store's latest sweep and registered versions; the hostile corpus and a few
+    # CLI tests run `papertrack train` on that store (label and train in one child process), so the training
+    # tests go first (a stable sort: the order within each group is pytest's)
+    items.sort(key=lambda item: 0 if item.path.parent.name == "training" else 1)
 
 
 def shared_data_dir() -> Path:
