@@ -42,10 +42,25 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-    # tests/training/ reads the session store's latest sweep and registered versions; the hostile corpus and a few
-    # CLI tests run `papertrack train` on that store (label and train in one child process), so the training
-    # tests go first (a stable sort: the order within each group is pytest's)
-    items.sort(key=lambda item: 0 if item.path.parent.name == "training" else 1)
+    # by module name across the package folders: the order the suite has always run in (tests that read the session
+    # store's latest sweep and versions were written against it); a stable sort keeps pytest's order in a module
+    items.sort(key=lambda item: item.path.name)
+
+
+@pytest.fixture(autouse=True)
+def _mlflow_back_on_the_environments_store():
+    """A test that points PAPERTRACK_HOME at its own store (monkeypatch) leaves MLflow's process-wide tracking URI
+    (and the MLFLOW_TRACKING_URI that ``mlflow.set_tracking_uri`` exports) on that store after the environment is
+    restored; the next test would read and write there. After each test MLflow follows the environment again."""
+    yield
+    if "mlflow" not in sys.modules or not os.environ.get("PAPERTRACK_HOME"):
+        return
+    import mlflow
+
+    from papertrack import settings, store
+
+    if mlflow.get_tracking_uri() != settings.current().tracking_uri:
+        store.configure()
 
 
 def shared_data_dir() -> Path:

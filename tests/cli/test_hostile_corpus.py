@@ -18,6 +18,7 @@ import csv
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -128,6 +129,9 @@ def out_name(case: str, command: str) -> str:
 def runs(trained, corpus, tmp_path_factory):
     """Every CLI case run in one child process: name -> its result (exit code, output, peak, seconds)."""
     work = tmp_path_factory.mktemp("hostile-runs")
+    # a copy of the session's store: the train cases log their sweeps there, not where other tests read theirs
+    store = work / "store"
+    shutil.copytree(trained["home"], store)
     outputs = work / "out"
     outputs.mkdir()
     warm = work / "warm.jsonl"
@@ -168,7 +172,7 @@ def runs(trained, corpus, tmp_path_factory):
     env = {
         **os.environ,
         "PAPERTRACK_MAX_INPUT_BYTES": str(MAX_INPUT_MIB << 20),
-        "PAPERTRACK_HOME": str(trained["home"]),
+        "PAPERTRACK_HOME": str(store),
     }
     env.pop("MLFLOW_TRACKING_URI", None)
     done = subprocess.run(

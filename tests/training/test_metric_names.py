@@ -106,5 +106,3 @@ def test_runs_reads_candidate_runs_logged_with_the_old_names(tmp_path, monkeypat
         assert experiment_id == sweep.info.experiment_id and view is None  # no view stored by that version
     finally:
         mlflow.end_run()
-        monkeypatch.undo()
-        store.configure()  # MLflow back on the session's store
