@@ -49,15 +49,23 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(autouse=True)
 def _mlflow_back_on_the_environments_store():
-    """A test that points PAPERTRACK_HOME at its own store (monkeypatch) leaves MLflow's process-wide tracking URI
-    (and the MLFLOW_TRACKING_URI that ``mlflow.set_tracking_uri`` exports) on that store after the environment is
-    restored; the next test would read and write there. After each test MLflow follows the environment again."""
+    """A test that points PAPERTRACK_HOME at its own store (monkeypatch) leaves MLflow's process-wide tracking URI,
+    the MLFLOW_TRACKING_URI that ``mlflow.set_tracking_uri`` exports and papertrack's note of which URI it set
+    itself on that store; the next test would read and write there. All three are put back after each test."""
+    from papertrack import settings
+
+    saved_env, saved_mark = os.environ.get("MLFLOW_TRACKING_URI"), settings._uri_set_by_papertrack
     yield
+    settings._uri_set_by_papertrack = saved_mark
+    if saved_env is None:
+        os.environ.pop("MLFLOW_TRACKING_URI", None)
+    else:
+        os.environ["MLFLOW_TRACKING_URI"] = saved_env
     if "mlflow" not in sys.modules or not os.environ.get("PAPERTRACK_HOME"):
         return
     import mlflow
 
-    from papertrack import settings, store
+    from papertrack import store
 
     if mlflow.get_tracking_uri() != settings.current().tracking_uri:
         store.configure()
