@@ -62,6 +62,12 @@ def runs(
     all_sweeps: Annotated[
         bool, typer.Option("--all", help="Every sweep's candidates, not just the latest sweep.")
     ] = False,
+    sweep: Annotated[
+        str | None,
+        typer.Option(
+            "--sweep", metavar="RUN_ID", help="The candidates of this sweep (its parent run id, which train prints)."
+        ),
+    ] = None,
     limit: Annotated[int, typer.Option(min=1, help="At most this many rows.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Every column of every row as JSON (one array).")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Every column of every row as CSV.")] = False,
@@ -73,8 +79,13 @@ def runs(
 
     if as_json and as_csv:
         raise typer.BadParameter("choose one of --json and --csv")
+    if all_sweeps and sweep is not None:
+        raise typer.BadParameter("choose one of --all and --sweep")
     uri = store.configure()
-    board = leaderboard(latest_sweep_only=not all_sweeps, limit=limit)
+    board = leaderboard(latest_sweep_only=not all_sweeps, limit=limit, sweep=sweep)
+    if board.empty and sweep is not None:
+        console.print(f"No candidate runs of sweep {sweep} in {uri}. `papertrack runs --all --json` lists them all.")
+        raise typer.Exit(1)
     if board.empty:
         console.print(f"No runs in {uri}. Run [bold]papertrack train[/] first.")
         raise typer.Exit(1)

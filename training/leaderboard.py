@@ -42,14 +42,19 @@ def runs_view() -> tuple[str | None, str | None]:
     return experiment.experiment_id, RUNS_VIEW_KEY if SHARED_VIEW_TAG + RUNS_VIEW_KEY in experiment.tags else None
 
 
-def leaderboard(latest_sweep_only: bool = True, limit: int = 50) -> pd.DataFrame:
+def leaderboard(latest_sweep_only: bool = True, limit: int = 50, sweep: str | None = None) -> pd.DataFrame:
     """Candidate runs, best first (:func:`papertrack.registry.rank_key`: temporal-holdout label top-3 when
-    the runs have it, else the shift holdout's, else the cross-validated one; then the tie-breaker)."""
+    the runs have it, else the shift holdout's, else the cross-validated one; then the tie-breaker).
+
+    The latest sweep's candidates, every sweep's (``latest_sweep_only=False``) or those of the sweep whose parent
+    run id is ``sweep``."""
     experiment = mlflow.get_experiment_by_name(EXPERIMENT_NAME)
     if experiment is None:
         return pd.DataFrame()
     filter_string = "tags.`papertrack.kind` = 'candidate'"
-    if latest_sweep_only:
+    if sweep is not None:
+        filter_string += f" and tags.`mlflow.parentRunId` = '{sweep}'"
+    elif latest_sweep_only:
         sweeps = mlflow.search_runs(
             [experiment.experiment_id],
             "tags.`papertrack.kind` = 'sweep'",

@@ -38,12 +38,23 @@ def test_runs_table_fits_80_columns_and_marks_the_champion(trained, monkeypatch)
 
 
 def test_runs_json_and_csv_carry_every_column(trained, monkeypatch):
-    rows = json.loads(_run(monkeypatch, "--json"))
+    sweep = trained["result"].parent_run_id  # this sweep's candidates, whatever later tests add to the store
+    rows = json.loads(_run(monkeypatch, "--sweep", sweep, "--json"))
     names = {r.candidate.name for r in trained["result"].results}
     assert {row["candidate"] for row in rows} == names
     (champion,) = [row for row in rows if row["champion"]]
     assert champion["run_id"] == trained["result"].winner.run_id
     assert {"temporal_label_top3", "cv_label_top3", "shift_label_top3", "predict_ms_per_abstract"} <= set(champion)
-    table = list(csv.DictReader(io.StringIO(_run(monkeypatch, "--csv"))))
+    table = list(csv.DictReader(io.StringIO(_run(monkeypatch, "--sweep", sweep, "--csv"))))
     assert [row["candidate"] for row in table] == [row["candidate"] for row in rows]
     assert float(table[0]["temporal_label_top3"]) == pytest.approx(rows[0]["temporal_label_top3"])
+
+
+def test_runs_of_an_unknown_sweep_says_so_and_sweep_excludes_all(trained):
+    from papertrack.cli import app
+
+    result = CliRunner().invoke(app, ["runs", "--sweep", "0123456789abcdef"])
+    assert result.exit_code == 1
+    assert "No candidate runs of sweep 0123456789abcdef" in " ".join(result.output.split())
+    result = CliRunner().invoke(app, ["runs", "--all", "--sweep", trained["result"].parent_run_id])
+    assert result.exit_code == 2 and "choose one of --all and --sweep" in result.output

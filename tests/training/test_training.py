@@ -70,7 +70,7 @@ def test_sweep_logs_nested_candidate_runs_with_metrics_and_artifacts(trained):
             mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="report/per_class.csv")
         )
         assert report["support"].sum() == len(load_dataset([trained["data"]])[0])  # one duplicate is skipped
-    board = leaderboard()
+    board = leaderboard(sweep=result.parent_run_id)  # this sweep's, whatever later tests add to the store
     assert list(board["candidate"]) == [r.candidate.name for r in result.leaderboard()]
 
 
