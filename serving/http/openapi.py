@@ -8,21 +8,17 @@ number of labels), describes the service with BentoML's README (badge images fro
 the OpenAPI page would load) and omits 413 (body too large), 415 (not JSON), 421 (Host not served) and
 403 (cross-origin), and keys its error responses by int (``400``), which ``json.dumps`` writes as a second
 ``"400"`` key next to the corrected one (Swagger UI: "duplicated mapping key"). :func:`corrected` fixes
-each; :class:`SpecRoute` answers ``/docs.json`` with it.
+each; :class:`~.middleware.SpecRoute` answers ``/docs.json`` with it.
 """
 
 from __future__ import annotations
 
 import copy
-import json
-from collections.abc import Callable
 from typing import Any
 
 from papertrack import __version__
 from papertrack.features.ingest import FORMATS
-from papertrack.serving.http.guard import respond
 
-SPEC_PATH = "/docs.json"
 CONTENT_PATTERN = r"[^\W_]"  # at least one letter or digit (what features.ingest.has_content checks)
 ERROR_SCHEMA = {
     "type": "object",
@@ -144,19 +140,3 @@ def _nullable_anyof(node: Any) -> None:
     elif isinstance(node, list):
         for value in node:
             _nullable_anyof(value)
-
-
-class SpecRoute:
-    """Answers ``GET /docs.json`` with the corrected spec (built once per worker)."""
-
-    def __init__(self, app, spec: Callable[[], dict], n_labels: Callable[[], int | None]):
-        self.app = app
-        self.spec, self.n_labels = spec, n_labels
-        self._body: bytes | None = None
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["path"] != SPEC_PATH or scope["method"] not in ("GET", "HEAD"):
-            return await self.app(scope, receive, send)
-        if self._body is None:
-            self._body = json.dumps(corrected(self.spec(), self.n_labels())).encode("utf-8")
-        await respond(send, 200, self._body)

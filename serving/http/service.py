@@ -16,13 +16,13 @@ the event loop that accepts and parses requests: ``/predict`` runs it in a threa
 costs more than ``INLINE_MAX_MS`` (measured at start-up; a TF-IDF model answers in the loop, cheaper than
 a thread hop), ``/predict_batch`` and ``/drift`` are synchronous (BentoML's thread pool).
 
-In front of the endpoints (outermost first): :class:`~.balance.ConnectionRecycler` (keep-alive clients
-spread over workers), :class:`~.responses.ResponsePolicy` (JSON 404/405; CSP and frame headers on the
-pages), :class:`~.origin.OriginGuard` (Host and Origin checks), :class:`~.openapi.SpecRoute`
-(the corrected OpenAPI spec) and :class:`~.guard.RequestGuard` (Content-Type, size, 400 messages).
-Metrics label unknown paths as one endpoint (:mod:`.request_metrics`); the service never writes request
-abstracts to the embedding cache on disk (``papertrack serve``/``build`` set ``PAPERTRACK_EMBEDDING_CACHE=off``
-unless it is set explicitly; the embedder's in-memory cache is bounded).
+In front of the endpoints (outermost first, all in :mod:`.middleware`): :class:`~.middleware.ConnectionRecycler`
+(keep-alive clients spread over workers), :class:`~.middleware.ResponsePolicy` (JSON 404/405; CSP and frame
+headers on the pages), :class:`~.middleware.OriginGuard` (Host and Origin checks), :class:`~.middleware.SpecRoute`
+(the corrected OpenAPI spec) and :class:`~.middleware.RequestGuard` (Content-Type, size, 400 messages).
+Metrics label unknown paths as one endpoint (:func:`~.middleware.install_bounded_metrics`); the service never
+writes request abstracts to the embedding cache on disk (``papertrack serve``/``build`` set
+``PAPERTRACK_EMBEDDING_CACHE=off`` unless it is set explicitly; the embedder's in-memory cache is bounded).
 """
 
 from __future__ import annotations
@@ -45,14 +45,18 @@ from threadpoolctl import threadpool_limits
 
 from papertrack import settings
 from papertrack.errors import NoModelError
-from papertrack.serving.http import bento_store, explain_api, page, request_metrics, schemas
-from papertrack.serving.http.balance import ConnectionRecycler
+from papertrack.serving.http import bento_store, explain_api, page, schemas
 from papertrack.serving.http.drift_api import request_schema as drift_request_schema
-from papertrack.serving.http.guard import RequestGuard, error_body
-from papertrack.serving.http.openapi import SpecRoute
-from papertrack.serving.http.origin import OriginGuard
+from papertrack.serving.http.error_answers import error_body
+from papertrack.serving.http.middleware import (
+    ConnectionRecycler,
+    OriginGuard,
+    RequestGuard,
+    ResponsePolicy,
+    SpecRoute,
+    install_bounded_metrics,
+)
 from papertrack.serving.http.read_deadline import install as bound_request_reading
-from papertrack.serving.http.responses import ResponsePolicy
 
 logger = logging.getLogger("bentoml.papertrack")  # under "bentoml": shown in the server log
 INLINE_MAX_MS = 3.0  # a model predicting one abstract faster than this answers /predict in the event loop
@@ -267,7 +271,7 @@ def _api_routes() -> list[str]:
     return [api.route for api in PaperTrack.apis.values()]
 
 
-request_metrics.install(_api_routes)
+install_bounded_metrics(_api_routes)
 # added outermost first (BentoML wraps them in this order)
 PaperTrack.add_asgi_middleware(ConnectionRecycler)
 PaperTrack.add_asgi_middleware(ResponsePolicy)

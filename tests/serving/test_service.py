@@ -288,7 +288,7 @@ def test_guard_rejects_large_and_chunked_bodies():
     """The 413 path of the guard, with a small limit (the real one is 32 MiB)."""
     import asyncio
 
-    from papertrack.serving.http.guard import RequestGuard
+    from papertrack.serving.http.middleware import RequestGuard
 
     async def app(scope, receive, send):
         body = b""
@@ -417,7 +417,7 @@ def test_only_allowed_hosts_and_same_origin_browser_calls(client):
 def test_allowed_hosts_setting():
     import asyncio
 
-    from papertrack.serving.http.origin import OriginGuard
+    from papertrack.serving.http.middleware import OriginGuard
 
     async def app(scope, receive, send):
         await send({"type": "http.response.start", "status": 200, "headers": []})
@@ -484,7 +484,7 @@ def test_openapi_spec_matches_the_service(client, pyfunc):
 def test_keep_alive_clients_are_asked_to_reconnect_now_and_then():
     import asyncio
 
-    from papertrack.serving.http.balance import ConnectionRecycler
+    from papertrack.serving.http.middleware import ConnectionRecycler
 
     async def app(scope, receive, send):
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"0")]})

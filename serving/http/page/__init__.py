@@ -48,7 +48,7 @@ async def openapi_page() -> FileResponse:
 
 
 def _error(message: str, status: int = 400) -> Response:
-    from papertrack.serving.http.guard import error_body
+    from papertrack.serving.http.error_answers import error_body
 
     return Response(error_body(message), status_code=status, media_type="application/json")
 
@@ -89,7 +89,7 @@ async def parse_dump(request: Request, filename: str = "dump.txt", format: str |
 def _surrogate_message(name: str, body: bytes) -> str:
     """What to fix in a dump holding a lone UTF-16 surrogate (``\\udc00`` in JSON): not a character, so
     neither labeled nor answered; names its line when the escape is in the file's bytes (not compressed)."""
-    from papertrack.serving.http.guard import lone_surrogate
+    from papertrack.serving.http.error_answers import lone_surrogate
 
     text = body.decode("utf-8", errors="replace")
     found = lone_surrogate(text)

@@ -1,0 +1,138 @@
+"""The service's error answers: the JSON error shape ``{"error": one line saying what to fix, "detail": [...]}``
+and the messages written by :mod:`.middleware` — only on an error, never on a request that succeeds.
+
+* 400: "1 validation error for PredictRequest" becomes e.g. "invalid request: papers[3].abstract: Field
+  required" (the ``detail`` list is kept); a body that is not clean UTF-8 JSON (a BOM, a byte that is not
+  UTF-8, a lone surrogate escape) gets a message saying what to fix (:func:`send_rewritten_400`).
+* 404 and 405 from Starlette (``text/plain`` "Not Found") or FastAPI (``{"detail": "Not Found"}``) get the
+  same shape (:func:`not_found_message`, :func:`is_error_shape`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+
+_VALIDATION_TITLE = re.compile(r"^\d+ validation errors? for ")
+
+
+def error_body(status_message: str, detail: list | None = None) -> bytes:
+    return json.dumps({"error": status_message, "detail": detail or []}).encode("utf-8")
+
+
+async def respond(send, status: int, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def location(loc: Iterable) -> str:
+    """("papers", 3, "abstract") -> "papers[3].abstract"."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def explain(detail: list[dict]) -> str:
+    """One line naming every invalid field and what is wrong with it."""
+    parts = []
+    for error in detail[:10]:
+        where = location(error.get("loc") or ())
+        parts.append(f"{where}: {error.get('msg')}" if where else str(error.get("msg")))
+    more = f" (and {len(detail) - 10} more)" if len(detail) > 10 else ""
+    return "invalid request: " + "; ".join(parts) + more
+
+
+def encoding_problem(body: bytes) -> str | None:
+    """What is wrong with the bytes of a JSON body, when it is their encoding (else None)."""
+    if body.startswith(b"\xef\xbb\xbf"):
+        return "the body starts with a UTF-8 byte order mark (BOM, bytes EF BB BF); send the JSON without it"
+    if body[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "the body is UTF-16; send it as UTF-8"
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return (
+            f"byte 0x{body[exc.start]:02x} at offset {exc.start} is not UTF-8; encode the body as UTF-8 "
+            f"(e.g. json.dumps(...).encode('utf-8'))"
+        )
+    found = lone_surrogate(text)
+    if found:
+        return (
+            f"{found[0]} at offset {found[1]} is a lone UTF-16 surrogate escape, which is not a "
+            f"character; remove it or send the full surrogate pair (or the character itself)"
+        )
+    return None
+
+
+def lone_surrogate(text: str) -> tuple[str, int] | None:
+    """The first lone UTF-16 surrogate escape in JSON text (``\\udc00``) and its offset, else None."""
+    match = _LONE_SURROGATE.search(text)
+    return (match.group(0), match.start()) if match else None
+
+
+# a \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or a \uDC00-\uDFFF one not preceded by one
+_LONE_SURROGATE = re.compile(
+    r"(?<!\\)\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<![dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
+async def send_rewritten_400(send, start: dict, body: bytes, request_body: bytes = b"") -> None:
+    """Send BentoML's 400 (``start``, ``body``) with a message that says what to fix (module doc)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    problem = encoding_problem(request_body)
+    if problem is not None:
+        detail = data.get("detail") if isinstance(data, dict) and isinstance(data.get("detail"), list) else []
+        body = error_body(
+            f"invalid request: {problem}", detail or [{"type": "body_encoding", "loc": [], "msg": problem}]
+        )
+    elif (
+        isinstance(data, dict)
+        and isinstance(data.get("detail"), list)
+        and _VALIDATION_TITLE.match(str(data.get("error", "")))
+    ):
+        body = error_body(explain(data["detail"]), data["detail"])
+    elif isinstance(data, dict) and not isinstance(data.get("detail", []), list):
+        body = error_body(
+            str(data.get("error") or "invalid request"),
+            [{"type": "invalid", "loc": [], "msg": str(data.get("detail"))}],
+        )
+    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({**start, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def not_found_message(status: int, method: str, path: str, allow: str | None) -> str:
+    """The ``error`` of a 404 (``status``) or a 405 (``allow``: the methods the path takes)."""
+    shown = path if len(path) <= 200 else path[:200] + "…"
+    if status == 404:
+        return f"not found: {shown} (the endpoints are listed at /docs)"
+    return (
+        f"method {method} is not allowed on {shown}"
+        + (f"; use {allow}" if allow else "")
+        + " (the endpoints are listed at /docs)"
+    )
+
+
+def is_error_shape(body: bytes) -> bool:
+    """Whether a response body is already the service's error shape (left as it is)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and isinstance(data.get("error"), str) and isinstance(data.get("detail"), list)
