@@ -6,6 +6,8 @@ and a time limit; loopback only. Every response must be a 200 with a JSON body, 
 
     # against a server this script starts (papertrack serve on a free port; stopped by PID at the end)
     PAPERTRACK_HOME=/tmp/serving-bench .venv/bin/python benchmarks/bench_http.py --start --workers 2
+    # the floor: BentoML alone, papertrack's server settings, a constant answer (benchmarks/bare_bentoml.py)
+    .venv/bin/python benchmarks/bench_http.py --bare
     # against a running server
     .venv/bin/python benchmarks/bench_http.py --url http://127.0.0.1:3000
 """
@@ -21,6 +23,7 @@ import signal
 import socket
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -143,10 +146,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int, workers: int, log: Path) -> subprocess.Popen:
+def start_server(port: int, workers: int, log: Path, bare: bool = False) -> subprocess.Popen:
     command = [papertrack_exe(), "serve", "--port", str(port), "--workers", str(workers)]
+    if bare:  # BentoML alone (benchmarks/bare_bentoml.py: two workers, papertrack's server settings)
+        command = [sys.executable, "-m", "bentoml", "serve", "bare_bentoml:Bare", "--host", "127.0.0.1"]
+        command += ["--port", str(port)]
+    env = dict(os.environ, BENTOML_DO_NOT_TRACK="true")
     with open(log, "wb") as out:
-        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=Path(__file__).parent, env=env
+        )
 
 
 def wait_ready(host: str, port: int, proc: subprocess.Popen | None, timeout: float = 120) -> None:
@@ -180,12 +189,13 @@ def stop_server(proc: subprocess.Popen) -> None:
 def server_target(parser: argparse.ArgumentParser, args, name: str):
     """(host, port, server process or None, its log) from ``--url`` (loopback only) or ``--start``
     (``papertrack serve`` on a free port, with ``--workers``)."""
-    if bool(args.url) == bool(args.start):
-        parser.error("give exactly one of --url or --start")
+    bare = getattr(args, "bare", False)
+    if sum(map(bool, (args.url, args.start, bare))) != 1:
+        parser.error("give exactly one of --url, --start or --bare")
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"{name}_server_{os.getpid()}.log"
-    if args.start:
+    if args.start or bare:
         port = free_port()
-        return "127.0.0.1", port, start_server(port, args.workers, log), log
+        return "127.0.0.1", port, start_server(port, args.workers, log, bare), log
     parts = urlsplit(args.url)
     if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
         parser.error("loopback only: the URL must be 127.0.0.1/localhost")
@@ -196,6 +206,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", help="a running service (loopback only)")
     parser.add_argument("--start", action="store_true", help="start `papertrack serve` on a free port")
+    parser.add_argument(
+        "--bare", action="store_true", help="start BentoML alone (bare_bentoml.py, constant answer): the floor"
+    )
     parser.add_argument("--workers", type=int, default=2, help="server workers with --start")
     parser.add_argument("--latency-requests", type=int, default=3000)
     parser.add_argument("--throughput-requests", type=int, default=15000)
@@ -216,7 +229,11 @@ def main() -> None:
                 "python": platform.python_version(),
                 "loadavg_before": [round(x, 2) for x in load],
             },
-            "server": {"workers": args.workers if args.start else None, "url": f"http://{host}:{port}"},
+            "server": {
+                "workers": args.workers if args.start else 2 if args.bare else None,
+                "bare": args.bare,
+                "url": f"http://{host}:{port}",
+            },
             "phases": [],
         }
         # every phase continues where the previous one stopped: no abstract is sent twice until all 2,000 were
