@@ -25,6 +25,11 @@ class Counters:
     duplicate_ids: int = 0  # records whose id an earlier record already had (both are labeled)
     headers: int = 0  # of the errors: first paragraphs of text dumps taken as the page's header
 
+    def absorb(self, other: Counters) -> None:
+        """Add ``other``'s counts (a chunk's) to these."""
+        for name, value in vars(other).items():
+            setattr(self, name, getattr(self, name) + value)
+
     def add(self, record: Record, answer: Mapping[str, Any], known: frozenset[str]) -> None:
         """Count one labeled row (its accuracy when the record has a label)."""
         if record.label is None:
