@@ -93,8 +93,7 @@ def label(
     Exit status: 0 all labeled; 3 finished, some records in the errors file; 2 bad input/options; 1 no model
     or a labeling worker died (rerun with --resume).
     """
-    from papertrack.features.ingest import IngestError
-    from papertrack.features.stdin import expand_stdin, is_stdin
+    from papertrack.features.ingest import IngestError, expand_stdin, is_stdin
     from papertrack.serving.batch.labeler import LabelError
     from papertrack.serving.batch.labeler.run import claim_outputs, plan_run
 
