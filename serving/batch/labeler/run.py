@@ -21,27 +21,23 @@ import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, detect_format, iter_records, open_input
 from papertrack.models.answer import CONFIDENCE_FIELDS
 from papertrack.serving.batch.labeler import checkpoint, outputs
 from papertrack.serving.batch.labeler.checkpoint import Paths, default_errors_path, fingerprint
 from papertrack.serving.batch.labeler.label_errors import LabelError, WorkerDied
-from papertrack.serving.batch.labeler.rows import RowFormat, error_rows
-from papertrack.serving.batch.labeler.summary import SUMMARY_K, Counters
+from papertrack.serving.batch.labeler.rows import SUMMARY_K, Counters, Done, Labeled, RowFormat, label_chunk
 
 DEFAULT_CHUNK = 2_000
 # a chunk also ends once its records hold this many characters: --chunk-size records of up to the 1 MiB record
 # limit each (e.g. a dump of over-long abstracts, all rejected) would otherwise be held at once (~2 GiB)
 CHUNK_CHARS = 16 << 20
-
-Labeled = tuple[Record, Mapping[str, Any]]  # a record and the model's answer for it
 
 
 @dataclass
@@ -258,26 +254,6 @@ class _SeenIds:
         return False
 
 
-@dataclass
-class Done:
-    """A labeled chunk: its rows and error rows as bytes, its counts, and (when asked) its labeled answers."""
-
-    rows: bytes
-    errors: bytes
-    counters: Counters
-    labeled: list[Labeled] | None = None
-
-
-def label_chunk(items: Sequence[Record | BadRecord], backend, rows: RowFormat, k: int, answers: bool = False) -> Done:
-    """One backend call for the chunk's usable records, and the bytes of its rows and error rows."""
-    labeled, failed = _label_chunk(items, backend, k)
-    counters = Counters(inputs=len(items), rows=len(labeled), errors=len(failed))
-    counters.headers = sum(kind == "header" for _, kind, _ in failed)
-    for record, answer in labeled:
-        counters.add(record, answer, backend.labels)
-    return Done(rows.rows(labeled), error_rows(failed), counters, labeled if answers else None)
-
-
 def _write(dispatched, counters: Counters, paths: Paths, out, err, settings: dict, on_rows, on_chunk) -> None:
     """Append one labeled chunk (waiting for its worker) to the partial files, count it and checkpoint."""
     n, lines, duplicates, work = dispatched
@@ -351,28 +327,6 @@ def default_workers(backend) -> int:
     if not getattr(backend, "forkable", False):
         return 1
     return max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
-
-
-def _label_chunk(
-    items: Sequence[Record | BadRecord], backend, k: int
-) -> tuple[list[Labeled], list[tuple[Record | BadRecord, str, str]]]:
-    """One backend call for the chunk's usable records: (labeled records, failed items with kind and reason)."""
-    good = [item for item in items if isinstance(item, Record)]
-    results = backend.label(good, k) if good else []
-    if len(results) != len(good):  # pragma: no cover - a backend bug, never data
-        raise LabelError(f"the model answered {len(results)} results for {len(good)} records")
-    answers = iter(results)
-    labeled, failed = [], []
-    for item in items:
-        if isinstance(item, BadRecord):
-            failed.append((item, item.kind, item.reason))
-            continue
-        answer = next(answers)
-        if isinstance(answer, str):
-            failed.append((item, "rejected", answer))
-        else:
-            labeled.append((item, answer))
-    return labeled, failed
 
 
 def _numbered(inputs: Sequence[Path], formats: Sequence[str]) -> Iterator[tuple[Record | BadRecord, int]]:
