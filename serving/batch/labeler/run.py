@@ -22,10 +22,9 @@ import time
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, detect_format, iter_records, open_input
 from papertrack.models.answer import CONFIDENCE_FIELDS
@@ -33,6 +32,9 @@ from papertrack.serving.batch.labeler import checkpoint, outputs
 from papertrack.serving.batch.labeler.checkpoint import Paths, default_errors_path, fingerprint
 from papertrack.serving.batch.labeler.label_errors import LabelError, WorkerDied
 from papertrack.serving.batch.labeler.rows import SUMMARY_K, Counters, Done, Labeled, RowFormat, label_chunk
+
+if TYPE_CHECKING:  # the pool's modules load when a run starts one
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 DEFAULT_CHUNK = 2_000
 # a chunk also ends once its records hold this many characters: --chunk-size records of up to the 1 MiB record
@@ -257,7 +259,9 @@ class _SeenIds:
 def _write(dispatched, counters: Counters, paths: Paths, out, err, settings: dict, on_rows, on_chunk) -> None:
     """Append one labeled chunk (waiting for its worker) to the partial files, count it and checkpoint."""
     n, lines, duplicates, work = dispatched
-    if isinstance(work, Future):
+    if not isinstance(work, Done):
+        from concurrent.futures.process import BrokenProcessPool
+
         try:
             work = work.result()
         except BrokenProcessPool:
@@ -274,6 +278,8 @@ def _write(dispatched, counters: Counters, paths: Paths, out, err, settings: dic
 
 
 def _submit(pool: ProcessPoolExecutor, items: list, counters: Counters) -> Future:
+    from concurrent.futures.process import BrokenProcessPool
+
     try:
         return pool.submit(_in_worker, items)
     except BrokenProcessPool:
@@ -293,6 +299,7 @@ _JOB: tuple | None = None  # (backend, rows, k) of the run that forked this work
 def _start_pool(job: tuple, workers: int) -> ProcessPoolExecutor:
     """``workers`` processes forked from this one, each labeling with ``job`` (inherited, not pickled)."""
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
     global _JOB
     _JOB = job
