@@ -12,21 +12,35 @@ training (invalid records fatal, empty abstracts and duplicates counted) is
 
 Hostile text: a record whose used fields hold a lone surrogate escape is a ``BadRecord`` naming the
 field; a UTF-16/UTF-32 file is an ``IngestError`` saying how to convert it. Standard input is read from
-a copy that rows and messages name ``<stdin>`` (:func:`display_name`, :mod:`papertrack.features.stdin`).
+a copy that rows and messages name ``<stdin>`` (:func:`display_name`, :func:`expand_stdin`).
 
-The modules: :mod:`.records` (Record, BadRecord, IngestError, ids and normalisation), :mod:`.limits`,
-:mod:`.decoding` (gzip, size cap, UTF-8/UTF-16 detection), :mod:`.detection` (format sniffing),
-:mod:`.readers` (``iter_records``) and one module per layout: :mod:`.jsonl`, :mod:`.json_array`,
-:mod:`.csv_rows`, :mod:`.text_labeled`, :mod:`.text_unlabeled` (their shared field rules in
-:mod:`.mapping`, the text layouts' paragraphs in :mod:`.text_blocks`).
+The modules: :mod:`.records` (Record, BadRecord, IngestError, ids and normalisation, the field rules of JSON
+objects and CSV rows), :mod:`.decoding` (gzip, size cap, UTF-8/UTF-16 detection, ``InputLimits``) and one module
+per layout: :mod:`.jsonl`, :mod:`.json_array`, :mod:`.csv_rows`, :mod:`.text_labeled`, :mod:`.text_unlabeled`
+(the text layouts' paragraphs in :mod:`.text_blocks`). This module: which layout a file uses (``detect_format``:
+the extension first, ".gz" looked through, then its first lines — '[' starts a JSON array, '{' JSON lines, other
+text is one of the two text layouts), ``iter_records`` (the file read by its layout's reader) and ``-`` as an
+input (standard input, copied to a temporary file first: every reader of an input opens it more than once —
+format detection, then the records, the labeler's progress total — so a pipe is copied once to a private
+temporary file, removed when the process exits; a gzip stream is recognised by its magic bytes and the format
+from the content, because there is no file name: ``--format csv`` for CSV).
 """
 
-from papertrack.features.ingest.decoding import open_input
-from papertrack.features.ingest.detection import FORMATS, detect_format
-from papertrack.features.ingest.jsonl import json_line_record
-from papertrack.features.ingest.limits import InputLimits, input_limits, limits
-from papertrack.features.ingest.mapping import record_from_mapping
-from papertrack.features.ingest.readers import iter_records
+from __future__ import annotations
+
+import atexit
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from os import PathLike
+from pathlib import Path
+
+from papertrack.errors import UsageError
+from papertrack.features.ingest.csv_rows import read_csv
+from papertrack.features.ingest.decoding import InputLimits, LongLine, input_limits, limits, open_input, read_head
+from papertrack.features.ingest.json_array import read_json_array
+from papertrack.features.ingest.jsonl import json_line_record, read_jsonl
 from papertrack.features.ingest.records import (
     STDIN_NAME,
     SUGGESTED_FIELD,
@@ -41,7 +55,11 @@ from papertrack.features.ingest.records import (
     make_record,
     name_input,
     normalise_text,
+    record_from_mapping,
 )
+from papertrack.features.ingest.text_blocks import is_label_line, iter_blocks, looks_like_authors
+from papertrack.features.ingest.text_labeled import read_text_labeled
+from papertrack.features.ingest.text_unlabeled import read_text_unlabeled
 
 __all__ = [
     "FORMATS",
@@ -54,9 +72,11 @@ __all__ = [
     "Record",
     "abstract_key",
     "detect_format",
+    "expand_stdin",
     "display_name",
     "has_content",
     "input_limits",
+    "is_stdin",
     "iter_records",
     "json_line_record",
     "limits",
@@ -67,3 +87,137 @@ __all__ = [
     "open_input",
     "record_from_mapping",
 ]
+
+FORMATS = ("jsonl", "json", "csv", "text-labeled", "text-unlabeled")
+_DETECT_BLOCKS = 6  # how many leading text blocks may hold the first label line
+
+
+def detect_format(path: str | PathLike, override: str | None = None) -> str:
+    """Tell which of ``FORMATS`` a file uses; ``override`` (if given) wins.
+
+    Otherwise the extension decides (".gz" ignored): .jsonl/.ndjson, .json (a JSON array, or
+    JSON lines despite the name), .csv.  Anything else is sniffed: '[' starts a JSON array,
+    '{' JSON lines, and other text is one of the two text layouts.
+    """
+    if override is not None:
+        return check_format_name(path, override)
+    return classify(path, read_head(path))
+
+
+def check_format_name(path: str | PathLike, fmt: str) -> str:
+    """``fmt`` itself when it is one of ``FORMATS``, else ``IngestError``."""
+    if fmt not in FORMATS:
+        raise IngestError(path, None, f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
+    return fmt
+
+
+def _extension(path: str | PathLike) -> str:
+    """The lower-case extension, looking through a trailing ".gz"."""
+    name = Path(path).name.lower().removesuffix(".gz")
+    return Path(name).suffix
+
+
+def classify(path: str | PathLike, head: list[str]) -> str:
+    """The format of a file, from its extension and then from its first lines."""
+    ext = _extension(path)
+    if ext in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if ext == ".csv":
+        return "csv"
+    text = "\n".join(head).lstrip()
+    if text.startswith("["):
+        return "json"
+    if text.startswith("{") or ext == ".json":
+        if ext == ".json" and text.startswith("{") and len([line for line in head if line.strip()]) == 1:
+            return "json"  # one JSON object: a document, not JSON lines
+        if _looks_like_json_lines(text) or any(
+            isinstance(line, LongLine) and line.lstrip().startswith("{") for line in head[:1]
+        ):
+            return "jsonl"
+        raise IngestError(path, None, "neither a JSON array nor JSON lines (one object per line)")
+    if "\x00" in text:
+        raise IngestError(path, None, "cannot detect the format: the content looks binary")
+    return _classify_text(head)
+
+
+def _looks_like_json_lines(text: str) -> bool:
+    """True when the first line holds one whole JSON object (``{...}``)."""
+    first = text.split("\n", 1)[0].strip()
+    return first.startswith("{") and first.endswith("}")
+
+
+def _classify_text(head: list[str]) -> str:
+    """Return "text-labeled" when one of the first blocks is a label line followed by authors, or a label
+    line under comment lines (as ``papertrack suggest`` writes it, authors or not)."""
+    blocks = list(iter_blocks(enumerate(head, start=1), comments=True))[: _DETECT_BLOCKS + 1]
+    for block, following in zip(blocks, blocks[1:]):
+        if is_label_line(block) and (looks_like_authors(following.text) or block.comments):
+            return "text-labeled"
+    return "text-unlabeled"
+
+
+# ----------------------------------------------------------------- reading a file by its layout
+
+_READERS: dict[str, Callable[[str | PathLike, bool | None], Iterator[Record | BadRecord]]] = {
+    "jsonl": read_jsonl,
+    "json": read_json_array,
+    "csv": read_csv,
+    "text-labeled": read_text_labeled,
+    "text-unlabeled": read_text_unlabeled,
+}
+
+
+def iter_records(
+    path: str | PathLike, fmt: str | None = None, *, labeled: bool | None = None
+) -> Iterator[Record | BadRecord]:
+    """Iterate over every record of ``path`` in input order, unusable ones as ``BadRecord``.
+
+    ``fmt`` is one of ``FORMATS`` (detected when None).  ``labeled=True``: a record without a
+    label is a ``BadRecord``; ``None``: labels are optional; ``False``: labels are ignored.
+    A missing or empty file, an unknown format or an undetectable layout raise ``IngestError``
+    at the call; problems found further into the file raise it while iterating.
+    """
+    head = read_head(path)
+    fmt = check_format_name(path, fmt) if fmt is not None else classify(path, head)
+    return _READERS[fmt](path, labeled)
+
+
+# ----------------------------------------------------------------- standard input
+
+STDIN_ARGUMENT = "-"
+
+
+def is_stdin(path: str | Path) -> bool:
+    return str(path) == STDIN_ARGUMENT
+
+
+def expand_stdin(paths: Sequence[Path], stream=None) -> list[Path]:
+    """``paths`` with ``-`` replaced by a copy of standard input (``stream``: the bytes to read, for tests)."""
+    paths = [Path(p) for p in paths]
+    if sum(is_stdin(p) for p in paths) > 1:
+        raise UsageError("'-' (standard input) is given more than once; it can be read only once")
+    return [copy_stdin(stream) if is_stdin(p) else p for p in paths]
+
+
+def copy_stdin(stream=None) -> Path:
+    """Standard input copied to a private temporary file, removed when the process exits."""
+    if stream is None:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise UsageError(
+                "'-' reads standard input, but it is a terminal: pipe a dump in "
+                "(e.g. zcat dump.gz | papertrack label - -o out.jsonl)"
+            )
+        stream = sys.stdin.buffer
+    folder = Path(tempfile.mkdtemp(prefix="papertrack-stdin-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    path = folder / "stdin"
+    try:
+        with open(path, "wb") as copy:
+            shutil.copyfileobj(stream, copy, 1 << 20)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot copy standard input to {path}: {exc.strerror}; set TMPDIR to a folder with "
+            f"space, or pass the file itself"
+        ) from None
+    name_input(path, STDIN_NAME)
+    return path

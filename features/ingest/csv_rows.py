@@ -8,10 +8,8 @@ import csv
 from collections.abc import Iterator
 from os import PathLike
 
-from papertrack.features.ingest.decoding import LongLine, read_lines
-from papertrack.features.ingest.limits import limits, size_text
-from papertrack.features.ingest.mapping import record_from_mapping
-from papertrack.features.ingest.records import BadRecord, IngestError, Record, display_name
+from papertrack.features.ingest.decoding import LongLine, limits, read_lines, size_text
+from papertrack.features.ingest.records import BadRecord, IngestError, Record, display_name, record_from_mapping
 
 # A CSV field may hold a whole (long) abstract: the csv module's default limit (131,072 characters)
 # would abort the whole file at one long field. Over-long abstracts are reported per record instead.

@@ -15,10 +15,16 @@ from collections.abc import Iterator
 from os import PathLike
 from typing import NamedTuple
 
-from papertrack.features.ingest.decoding import read_text_blocks
-from papertrack.features.ingest.limits import limits
-from papertrack.features.ingest.mapping import TOO_DEEP, json_type, record_from_value
-from papertrack.features.ingest.records import BadRecord, IngestError, Record, display_name
+from papertrack.features.ingest.decoding import limits, read_text_blocks
+from papertrack.features.ingest.records import (
+    TOO_DEEP,
+    BadRecord,
+    IngestError,
+    Record,
+    display_name,
+    json_type,
+    record_from_value,
+)
 
 
 def read_json_array(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:

@@ -7,10 +7,8 @@ import json
 from collections.abc import Iterator
 from os import PathLike
 
-from papertrack.features.ingest.decoding import UTF8_BOM, LongLine, decode_line, read_lines
-from papertrack.features.ingest.limits import limits, size_text
-from papertrack.features.ingest.mapping import TOO_DEEP, record_from_value
-from papertrack.features.ingest.records import BadRecord, IngestError, Record, display_name
+from papertrack.features.ingest.decoding import UTF8_BOM, LongLine, decode_line, limits, read_lines, size_text
+from papertrack.features.ingest.records import TOO_DEEP, BadRecord, IngestError, Record, display_name, record_from_value
 
 
 def read_jsonl(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:

@@ -8,8 +8,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from papertrack.features.ingest.decoding import LongLine
-from papertrack.features.ingest.limits import limits
+from papertrack.features.ingest.decoding import LongLine, limits
 from papertrack.features.ingest.records import BadRecord
 from papertrack.features.labels import KNOWN_AREAS, SEPARATORS
 

@@ -59,6 +59,15 @@ def label(
     fmt: Annotated[str | None, typer.Option("--format", help=f"Force the input format: {', '.join(FORMATS)}.")] = None,
     errors: Annotated[Path | None, typer.Option(help="Errors file (default: OUTPUT with .errors.jsonl).")] = None,
     chunk_size: Annotated[int, typer.Option(min=1, help="Records labeled per step (and per checkpoint).")] = 2000,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Processes that label (local model): 1 labels in this process; default: one per core, at most 2 "
+            "(an input of one chunk is labeled in this process).",
+            show_default=False,
+        ),
+    ] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     engine: Annotated[
         str,
@@ -81,10 +90,10 @@ def label(
 ) -> None:
     """Label every abstract of the dump(s): one output row per input record, in input order.
 
-    Exit status: 0 all labeled; 3 finished, some records in the errors file; 2 bad input/options; 1 no model.
+    Exit status: 0 all labeled; 3 finished, some records in the errors file; 2 bad input/options; 1 no model
+    or a labeling worker died (rerun with --resume).
     """
-    from papertrack.features.ingest import IngestError
-    from papertrack.features.stdin import expand_stdin, is_stdin
+    from papertrack.features.ingest import IngestError, expand_stdin, is_stdin
     from papertrack.serving.batch.labeler import LabelError
     from papertrack.serving.batch.labeler.run import claim_outputs, plan_run
 
@@ -93,7 +102,11 @@ def label(
     if engine == "spark":
         from papertrack.serving.batch.labeler.spark import SparkOptions, label_with_spark
 
-        unsupported = [name for name, given in (("--url", url), ("--resume", resume), ("--errors", errors)) if given]
+        unsupported = [
+            name
+            for name, given in (("--url", url), ("--resume", resume), ("--errors", errors), ("--workers", workers))
+            if given
+        ]
         conf = [tuple(item.split("=", 1)) for item in spark_conf or []]
         if any(len(pair) != 2 or not pair[0] for pair in conf):
             raise UsageError(f"--spark-conf takes KEY=VALUE, got {spark_conf}")
@@ -114,6 +127,8 @@ def label(
         return
     if master or partitions or spark_conf:
         raise UsageError("--master, --partitions and --spark-conf need --engine spark")
+    if url and workers is not None:
+        raise UsageError("--workers is for labeling with the model here; with --url the service's workers label")
     if resume and any(is_stdin(p) for p in dumps):
         raise UsageError(
             "--resume cannot continue a run that read standard input (-): save the input to a file and label that file"
@@ -137,6 +152,7 @@ def label(
             errors=errors,
             resume=resume,
             chunk_size=chunk_size,
+            workers=workers,
             progress=progress,
         )
         _print_summary(result)
@@ -151,11 +167,13 @@ def label(
         raise typer.Exit(3)
 
 
-def _run_labeler(dumps, output, model, url, *, top_k, fmt, errors, resume, chunk_size, progress):
+def _run_labeler(dumps, output, model, url, *, top_k, fmt, errors, resume, chunk_size, workers, progress):
     """The local engine's run (the model here, or a service with --url), with its progress bar:
     (LabelResult, backend)."""
     from papertrack.features.ingest import IngestError
     from papertrack.serving.batch.labeler import HttpBackend, LabelError, LocalBackend, label_dumps, partial_path
+    from papertrack.serving.batch.labeler.label_errors import WorkerDied
+    from papertrack.serving.batch.labeler.run import default_workers
 
     backend = HttpBackend(url) if url else LocalBackend(model)
     status(f"Labeling with {backend.description}")
@@ -197,11 +215,15 @@ def _run_labeler(dumps, output, model, url, *, top_k, fmt, errors, resume, chunk
                 errors=errors,
                 resume=resume,
                 chunk_size=chunk_size,
+                workers=default_workers(backend) if workers is None else workers,
                 on_start=on_start,
                 on_total=on_total,
                 on_chunk=on_chunk,
                 notice=note,
             )
+    except WorkerDied as exc:
+        error(f"{exc}")
+        raise typer.Exit(1) from None
     except (IngestError, LabelError) as exc:
         error(f"{exc}")
         if partial_path(output).exists():

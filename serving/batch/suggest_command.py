@@ -46,7 +46,7 @@ def suggest(
     fmt: Annotated[str | None, typer.Option("--format", help=f"Force the input format: {', '.join(FORMATS)}.")] = None,
 ) -> None:
     """Pick the abstracts whose labels would teach the model most; write them, pre-labeled with its guess, to edit."""
-    from papertrack.features.stdin import expand_stdin
+    from papertrack.features.ingest import expand_stdin
     from papertrack.serving.batch import suggest as s
 
     if strategy not in s.STRATEGIES:

@@ -45,7 +45,9 @@ def over_limits(record: Record) -> str | None:
 
 
 class LocalBackend:
-    """The registered pyfunc's TrackPredictor, in this process."""
+    """The registered pyfunc's TrackPredictor, in this process (and in worker processes forked from it)."""
+
+    forkable = True  # a forked worker can label with it (the HTTP backend's client and threads cannot)
 
     def __init__(self, model_uri: str):
         from papertrack.serving.model_loader import load_model

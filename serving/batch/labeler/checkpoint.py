@@ -19,7 +19,7 @@ from typing import BinaryIO
 from papertrack.features.ingest import IngestError
 from papertrack.serving.batch.labeler import outputs
 from papertrack.serving.batch.labeler.label_errors import LabelError
-from papertrack.serving.batch.labeler.summary import Counters
+from papertrack.serving.batch.labeler.rows import Counters
 
 VERSION = 1
 # settings a resumed run must share with the interrupted one, and how a message names each

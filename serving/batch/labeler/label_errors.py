@@ -11,3 +11,7 @@ class LabelError(PapertrackError):
 
 class ModelMissing(LabelError, NoModelError):
     """No model to label with (no champion registered, or the service is unreachable)."""
+
+
+class WorkerDied(LabelError):
+    """A labeling worker process ended without answering (killed, out of memory): the run stops, resumable."""

@@ -143,6 +143,17 @@ def _acquire(lock: Path, target: Path, option: str) -> None:
     _held[key] = (fd, 1)
 
 
+def forget_locks() -> None:
+    """In a process forked from the lock holder: close its copies of the locks' descriptors (the locks stay the
+    parent's, released when the parent releases them)."""
+    for fd, _ in _held.values():
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _held.clear()
+
+
 def _holder(fd: int) -> str:
     try:
         text = os.pread(fd, 4096, 0).decode("utf-8", "replace").split(maxsplit=1)

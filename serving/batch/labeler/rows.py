@@ -1,4 +1,8 @@
-"""Output rows: one per labeled record (JSONL object or CSV line) and one per error, as bytes.
+"""Output rows: one per labeled record (JSONL object or CSV line) and one per error, as bytes; what a run counts
+(``Counters``, kept in every checkpoint, so a resumed run keeps counting) and the end-of-run summary lines the
+CLI prints (a new figure is a ``Counters`` field updated in ``add`` and a line in ``summary_lines``); and
+:func:`label_chunk`, what one chunk of records becomes (one backend call, its rows, error rows and counts), run by
+the labeling loop or by its worker processes.
 
 A row is built from the record and the model's :class:`~papertrack.models.answer.AnswerDict` by :func:`row`
 — the one place that extracts the top-k tracks, the top area and ``in_top_k``. Fields of the answer
@@ -13,9 +17,11 @@ import csv
 import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from papertrack.features.ingest import BadRecord, Record
+from papertrack.serving.batch.labeler.label_errors import LabelError
 
 RANKED_KEYS = ("tracks", "areas")  # the answer fields a row reshapes; every other field is copied
 
@@ -129,3 +135,112 @@ def _csv(table: list[list]) -> bytes:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(table)
     return buffer.getvalue().encode("utf-8")
+
+
+# --------------------------------------------------------------------------- what a run counts
+
+SUMMARY_K = 3  # the summary reports top-1 and top-3 whatever --top-k is
+
+
+@dataclass
+class Counters:
+    inputs: int = 0
+    rows: int = 0
+    errors: int = 0
+    labeled: int = 0  # rows whose input had a label
+    top1: int = 0
+    top3: int = 0
+    unknown_labels: int = 0  # given labels that are not in the model's label set
+    duplicate_ids: int = 0  # records whose id an earlier record already had (both are labeled)
+    headers: int = 0  # of the errors: first paragraphs of text dumps taken as the page's header
+
+    def absorb(self, other: Counters) -> None:
+        """Add ``other``'s counts (a chunk's) to these."""
+        for name, value in vars(other).items():
+            setattr(self, name, getattr(self, name) + value)
+
+    def add(self, record: Record, answer: Mapping[str, Any], known: frozenset[str]) -> None:
+        """Count one labeled row (its accuracy when the record has a label)."""
+        if record.label is None:
+            return
+        self.labeled += 1
+        ranked = [t["label"] for t in answer["tracks"][:SUMMARY_K]]
+        self.top1 += bool(ranked) and ranked[0] == record.label
+        self.top3 += record.label in ranked
+        self.unknown_labels += record.label not in known
+
+
+# --------------------------------------------------------------------------- one chunk labeled
+
+Labeled = tuple[Record, Mapping[str, Any]]  # a record and the model's answer for it
+
+
+@dataclass
+class Done:
+    """A labeled chunk: its rows and error rows as bytes, its counts, and (when asked) its labeled answers."""
+
+    rows: bytes
+    errors: bytes
+    counters: Counters
+    labeled: list[Labeled] | None = None
+
+
+def label_chunk(items: Sequence[Record | BadRecord], backend, rows: RowFormat, k: int, answers: bool = False) -> Done:
+    """One backend call for the chunk's usable records, and the bytes of its rows and error rows."""
+    labeled, failed = _label_chunk(items, backend, k)
+    counters = Counters(inputs=len(items), rows=len(labeled), errors=len(failed))
+    counters.headers = sum(kind == "header" for _, kind, _ in failed)
+    for record, answer in labeled:
+        counters.add(record, answer, backend.labels)
+    return Done(rows.rows(labeled), error_rows(failed), counters, labeled if answers else None)
+
+
+def _label_chunk(
+    items: Sequence[Record | BadRecord], backend, k: int
+) -> tuple[list[Labeled], list[tuple[Record | BadRecord, str, str]]]:
+    """One backend call for the chunk's usable records: (labeled records, failed items with kind and reason)."""
+    good = [item for item in items if isinstance(item, Record)]
+    results = backend.label(good, k) if good else []
+    if len(results) != len(good):  # pragma: no cover - a backend bug, never data
+        raise LabelError(f"the model answered {len(results)} results for {len(good)} records")
+    answers = iter(results)
+    labeled, failed = [], []
+    for item in items:
+        if isinstance(item, BadRecord):
+            failed.append((item, item.kind, item.reason))
+            continue
+        answer = next(answers)
+        if isinstance(answer, str):
+            failed.append((item, "rejected", answer))
+        else:
+            labeled.append((item, answer))
+    return labeled, failed
+
+
+def summary_lines(result) -> list[str]:
+    """The end-of-run report of a :class:`~papertrack.serving.batch.labeler.run.LabelResult`."""
+    c = result.counters
+    headers = (
+        ""
+        if not c.headers
+        else ", of which 1 is a text dump's header paragraph"
+        if c.headers == 1
+        else f", of which {c.headers:,} are text dumps' header paragraphs"
+    )
+    lines = [
+        f"{c.inputs:,} input records = {c.rows:,} labeled rows ({result.paths.output}) + "
+        f"{c.errors:,} errors ({result.paths.errors}{headers})"
+    ]
+    resumed = f" (resumed after {result.resumed_from:,})" if result.resumed_from else ""
+    lines.append(f"{result.seconds:.2f} s, {result.rate:,.0f} abstracts/s{resumed}")
+    if c.labeled:
+        unknown = f"; {c.unknown_labels:,} given labels are not in the model's label set" if c.unknown_labels else ""
+        lines.append(
+            f"{c.labeled:,} inputs had a label: top-1 {c.top1 / c.labeled:.3f}, top-3 {c.top3 / c.labeled:.3f}{unknown}"
+        )
+    if c.duplicate_ids:
+        lines.append(
+            f"warning: {c.duplicate_ids:,} records have the id of an earlier record (both are labeled; "
+            f"ids are kept as given)"
+        )
+    return lines

@@ -5,34 +5,41 @@ Records stream from :func:`iter_records` and are labeled in chunks by a backend 
 the dump. A record that cannot be labeled (a ``BadRecord`` from ingestion, or one the backend rejects)
 goes to the errors file with its reason, and ``inputs == rows + errors`` is checked. After every chunk
 the run is checkpointed (:mod:`.checkpoint`), so ``resume`` continues it exactly.
+
+With ``workers`` > 1 the chunks after the first are labeled (predicted and turned into row bytes) by a pool of
+that many worker processes forked from this one (the model already loaded, shared copy-on-write), while this
+process reads ahead — at most two chunks per worker in flight — and writes the rows in input order; the bytes
+are the same as with one process.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, detect_format, iter_records, open_input
 from papertrack.models.answer import CONFIDENCE_FIELDS
 from papertrack.serving.batch.labeler import checkpoint, outputs
 from papertrack.serving.batch.labeler.checkpoint import Paths, default_errors_path, fingerprint
-from papertrack.serving.batch.labeler.label_errors import LabelError
-from papertrack.serving.batch.labeler.rows import RowFormat, error_rows
-from papertrack.serving.batch.labeler.summary import SUMMARY_K, Counters
+from papertrack.serving.batch.labeler.label_errors import LabelError, WorkerDied
+from papertrack.serving.batch.labeler.rows import SUMMARY_K, Counters, Done, Labeled, RowFormat, label_chunk
+
+if TYPE_CHECKING:  # the pool's modules load when a run starts one
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 DEFAULT_CHUNK = 2_000
 # a chunk also ends once its records hold this many characters: --chunk-size records of up to the 1 MiB record
 # limit each (e.g. a dump of over-long abstracts, all rejected) would otherwise be held at once (~2 GiB)
 CHUNK_CHARS = 16 << 20
-
-Labeled = tuple[Record, Mapping[str, Any]]  # a record and the model's answer for it
 
 
 @dataclass
@@ -97,6 +104,7 @@ def label_dumps(
     errors: Path | None = None,
     resume: bool = False,
     chunk_size: int = DEFAULT_CHUNK,
+    workers: int = 1,
     on_start: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
     on_chunk: Callable[[int, int], None] | None = None,
@@ -107,7 +115,8 @@ def label_dumps(
 
     Progress callbacks: ``on_start(records already done)``, ``on_total(input lines)`` (from a thread, when the
     inputs have been counted), ``on_chunk(records in the chunk, input lines read so far)``,
-    ``on_rows(the chunk's labeled records with their answers)`` (e.g. to build a report of the run).
+    ``on_rows(the chunk's labeled records with their answers)`` (e.g. to build a report of the run; it makes the
+    run label in this process). ``workers``: processes that label (1: this one; see the module doc).
     """
     started = time.perf_counter()
     plan = plan_run(inputs, output, errors=errors, fmt=fmt)
@@ -115,6 +124,8 @@ def label_dumps(
         raise LabelError(f"--top-k must be between 1 and {backend.n_labels} (the number of labels), got {top_k}")
     if chunk_size < 1:
         raise LabelError("--chunk-size must be at least 1")
+    if workers < 1:
+        raise LabelError("--workers must be at least 1")
     with claim_outputs(plan.paths):  # re-entrant: the CLI has claimed them already, before loading the model
         return _label(
             plan,
@@ -122,6 +133,7 @@ def label_dumps(
             top_k=top_k,
             resume=resume,
             chunk_size=chunk_size,
+            workers=1 if on_rows is not None else workers,
             on_start=on_start,
             on_total=on_total,
             on_chunk=on_chunk,
@@ -138,6 +150,7 @@ def _label(
     top_k: int,
     resume: bool,
     chunk_size: int,
+    workers: int,
     on_start,
     on_total,
     on_chunk,
@@ -170,6 +183,7 @@ def _label(
     out = checkpoint.open_partial(paths.partial)
     err = checkpoint.open_partial(paths.errors_partial)
     ids = _SeenIds()
+    pool: ProcessPoolExecutor | None = None
     try:
         if state is not None:  # drop whatever was written after the last checkpoint (a torn chunk)
             out.truncate(state["output_bytes"])
@@ -189,34 +203,36 @@ def _label(
             if done is None:
                 raise LabelError(f"the input has fewer records than the checkpoint says were done ({skip:,})")
             ids.seen(done[0])
-        for chunk in _chunks(stream, chunk_size):
+        job = (backend, rows, k)
+        pending: deque[tuple[int, int, int, Future | Done]] = deque()  # chunks dispatched, in input order
+        for index, chunk in enumerate(_chunks(stream, chunk_size)):
             items = [item for item, _ in chunk]
-            counters.duplicate_ids += sum(ids.seen(item) for item in items)
-            labeled, failed = _label_chunk(items, backend, k)
-            for record, answer in labeled:
-                counters.add(record, answer, backend.labels)
-            counters.inputs += len(chunk)
-            counters.rows += len(labeled)
-            counters.errors += len(failed)
-            counters.headers += sum(kind == "header" for _, kind, _ in failed)
-            checkpoint.write(paths.partial, out, rows.rows(labeled))
-            checkpoint.write(paths.errors_partial, err, error_rows(failed))
-            checkpoint.save(paths, settings, counters, out, err)
-            if on_rows is not None:
-                on_rows(labeled)
-            if on_chunk is not None:
-                on_chunk(len(chunk), chunk[-1][1])
+            duplicates = sum(ids.seen(item) for item in items)
+            if index and workers > 1 and pool is None:  # a second chunk: the input is worth a pool
+                pool = _start_pool(job, workers)
+            work: Future | Done = (
+                _submit(pool, items, counters) if pool else label_chunk(items, *job, on_rows is not None)
+            )
+            pending.append((len(chunk), chunk[-1][1], duplicates, work))
+            while pending and (pool is None or len(pending) > 2 * workers):
+                _write(pending.popleft(), counters, paths, out, err, settings, on_rows, on_chunk)
+        while pending:
+            _write(pending.popleft(), counters, paths, out, err, settings, on_rows, on_chunk)
         if counters.inputs != counters.rows + counters.errors:  # pragma: no cover - a bug, never data
             raise LabelError(
                 f"count mismatch: {counters.inputs} inputs != {counters.rows} rows + {counters.errors} errors"
             )
         checkpoint.save(paths, settings, counters, out, err, complete=True)
     except BaseException:
+        if pool is not None:  # the chunks being labeled finish (the workers ignore Ctrl-C); no process is left
+            pool.shutdown(wait=True, cancel_futures=True)
         out.close()
         err.close()
         if counters.inputs == 0 and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
             checkpoint.discard(paths)  # failed before any record was done: nothing worth resuming
         raise
+    if pool is not None:
+        pool.shutdown(wait=True)
     out.close()
     err.close()
     checkpoint.finalize(paths)
@@ -240,26 +256,84 @@ class _SeenIds:
         return False
 
 
-def _label_chunk(
-    items: Sequence[Record | BadRecord], backend, k: int
-) -> tuple[list[Labeled], list[tuple[Record | BadRecord, str, str]]]:
-    """One backend call for the chunk's usable records: (labeled records, failed items with kind and reason)."""
-    good = [item for item in items if isinstance(item, Record)]
-    results = backend.label(good, k) if good else []
-    if len(results) != len(good):  # pragma: no cover - a backend bug, never data
-        raise LabelError(f"the model answered {len(results)} results for {len(good)} records")
-    answers = iter(results)
-    labeled, failed = [], []
-    for item in items:
-        if isinstance(item, BadRecord):
-            failed.append((item, item.kind, item.reason))
-            continue
-        answer = next(answers)
-        if isinstance(answer, str):
-            failed.append((item, "rejected", answer))
-        else:
-            labeled.append((item, answer))
-    return labeled, failed
+def _write(dispatched, counters: Counters, paths: Paths, out, err, settings: dict, on_rows, on_chunk) -> None:
+    """Append one labeled chunk (waiting for its worker) to the partial files, count it and checkpoint."""
+    n, lines, duplicates, work = dispatched
+    if not isinstance(work, Done):
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            work = work.result()
+        except BrokenProcessPool:
+            raise _worker_died(counters) from None
+    checkpoint.write(paths.partial, out, work.rows)
+    checkpoint.write(paths.errors_partial, err, work.errors)
+    counters.absorb(work.counters)
+    counters.duplicate_ids += duplicates
+    checkpoint.save(paths, settings, counters, out, err)
+    if on_rows is not None:
+        on_rows(work.labeled)
+    if on_chunk is not None:
+        on_chunk(n, lines)
+
+
+def _submit(pool: ProcessPoolExecutor, items: list, counters: Counters) -> Future:
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        return pool.submit(_in_worker, items)
+    except BrokenProcessPool:
+        raise _worker_died(counters) from None
+
+
+def _worker_died(counters: Counters) -> WorkerDied:
+    return WorkerDied(
+        f"a labeling worker process died (killed, or out of memory?) after {counters.inputs:,} records were "
+        f"written; rerun with --resume (add --workers 1 to label in one process)"
+    )
+
+
+_JOB: tuple | None = None  # (backend, rows, k) of the run that forked this worker
+
+
+def _start_pool(job: tuple, workers: int) -> ProcessPoolExecutor:
+    """``workers`` processes forked from this one, each labeling with ``job`` (inherited, not pickled)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    global _JOB
+    _JOB = job
+    sys.stdout.flush()  # nothing buffered here is written again by a worker
+    sys.stderr.flush()
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=_worker_init)
+
+
+def _worker_init() -> None:
+    """Ctrl-C is the parent's to handle (the worker finishes its chunk); the worker ends with the parent; the
+    output locks stay the parent's alone; BLAS keeps to one thread per worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass
+    outputs.forget_locks()
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+
+
+def _in_worker(items: Sequence[Record | BadRecord]) -> Done:
+    assert _JOB is not None
+    return label_chunk(items, *_JOB)
+
+
+def default_workers(backend) -> int:
+    """Processes that label by default: one per core (at most 2) for the model in this process, else 1."""
+    if not getattr(backend, "forkable", False):
+        return 1
+    return max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
 def _numbered(inputs: Sequence[Path], formats: Sequence[str]) -> Iterator[tuple[Record | BadRecord, int]]:

@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 
 from papertrack.features.ingest import BadRecord, Record
-from papertrack.serving.batch.labeler.rows import RowFormat, error_rows
-from papertrack.serving.batch.labeler.summary import Counters
+from papertrack.serving.batch.labeler.rows import Counters, RowFormat, error_rows
 
 ROW_SCHEMA = "file INT, line LONG, row STRING, labeled INT, top1 INT, top3 INT, unknown INT"
 PARQUET_ROW_SCHEMA = (

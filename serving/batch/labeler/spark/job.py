@@ -44,6 +44,7 @@ from papertrack.errors import PapertrackError, UsageError
 from papertrack.serving.batch.labeler import outputs
 from papertrack.serving.batch.labeler.checkpoint import Paths, partial_path
 from papertrack.serving.batch.labeler.label_errors import LabelError, ModelMissing
+from papertrack.serving.batch.labeler.rows import SUMMARY_K, Counters
 from papertrack.serving.batch.labeler.run import LabelResult
 from papertrack.serving.batch.labeler.spark.arrow_rows import (
     PARQUET_ROW_SCHEMA,
@@ -53,7 +54,6 @@ from papertrack.serving.batch.labeler.spark.arrow_rows import (
 )
 from papertrack.serving.batch.labeler.spark.inputs import ITEM_SCHEMA, input_format, parse_function, read_inputs
 from papertrack.serving.batch.labeler.spark.session import SparkJobError, SparkOptions, spark_session
-from papertrack.serving.batch.labeler.summary import SUMMARY_K, Counters
 from papertrack.serving.model_loader import load_model
 
 SUCCESS = "_SUCCESS"
