@@ -35,12 +35,29 @@ MOVED = 5  # labels listed as "moved most"
 
 
 def analyzer():
-    """The word analyzer of the TF-IDF word features (lower case, accents stripped, English stop words out)."""
+    """The word analyzer of the TF-IDF word features (lower case, accents stripped, English stop words out).
+
+    scikit-learn's, except that an ASCII text is cut with ``bytes.translate`` (every character that is not an
+    ASCII letter, digit or ``_`` becomes a space; letters lower-cased) instead of the token pattern: on ASCII both
+    give the runs of two or more word characters, so the terms are the same (``tests/models/test_drift_analyzer.py``
+    checks it against scikit-learn on every labeled abstract), about four times faster."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     from papertrack.features.text import FEATURE_SETTINGS
 
-    return TfidfVectorizer(**FEATURE_SETTINGS["word"]).build_analyzer()
+    vectorizer = TfidfVectorizer(**FEATURE_SETTINGS["word"])
+    assert vectorizer.token_pattern == r"(?u)\b\w\w+\b" and vectorizer.lowercase and vectorizer.ngram_range == (1, 1)
+    slow = vectorizer.build_analyzer()
+    stop_words = vectorizer.get_stop_words() or frozenset()
+    table = bytes(ord(chr(c).lower()) if c < 128 and (chr(c).isalnum() or c == ord("_")) else 32 for c in range(256))
+
+    def analyze(text: str) -> list[str]:
+        if not text.isascii():
+            return slow(text)
+        words = text.encode("ascii").translate(table).decode("ascii").split()
+        return [word for word in words if len(word) > 1 and word not in stop_words]
+
+    return analyze
 
 
 MEDIAN_SOURCE = "the holdout's median"  # the default unsure_below's source
