@@ -44,15 +44,16 @@ def analyzer():
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     from papertrack.features.text import FEATURE_SETTINGS
+    from papertrack.models.fast_predict import ascii_table
 
     vectorizer = TfidfVectorizer(**FEATURE_SETTINGS["word"])
     assert vectorizer.token_pattern == r"(?u)\b\w\w+\b" and vectorizer.lowercase and vectorizer.ngram_range == (1, 1)
     slow = vectorizer.build_analyzer()
     stop_words = vectorizer.get_stop_words() or frozenset()
-    table = bytes(ord(chr(c).lower()) if c < 128 and (chr(c).isalnum() or c == ord("_")) else 32 for c in range(256))
+    table = ascii_table(vectorizer)  # the fast prediction path's tokenising table (same settings)
 
     def analyze(text: str) -> list[str]:
-        if not text.isascii():
+        if table is None or not text.isascii():
             return slow(text)
         words = text.encode("ascii").translate(table).decode("ascii").split()
         return [word for word in words if len(word) > 1 and word not in stop_words]

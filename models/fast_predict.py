@@ -71,7 +71,7 @@ class _VocabularyIndex:
         # the text settings that decide the tokens: vectorizers that agree share one tokenising pass
         self.text_key = (vectorizer.lowercase, repr(vectorizer.strip_accents), _stop_key(vectorizer.stop_words))
         self.preprocess = _preprocessor(vectorizer)
-        self.ascii_table = _ascii_table(vectorizer)
+        self.ascii_table = ascii_table(vectorizer)
         self.tokenize = vectorizer.build_tokenizer()
         stop_words = vectorizer.get_stop_words()
         self.stop_words = frozenset(stop_words) if stop_words is not None else None
@@ -139,7 +139,7 @@ def _preprocessor(vectorizer: TfidfVectorizer):
     return vectorizer.build_preprocessor()
 
 
-def _ascii_table(vectorizer: TfidfVectorizer) -> bytes | None:
+def ascii_table(vectorizer: TfidfVectorizer) -> bytes | None:
     """The bytes.translate table that tokenises an ASCII text like the vectorizer (see _TokenGroup), or
     None when its preprocessing could change an ASCII text otherwise than by lowercasing."""
     if vectorizer.strip_accents not in (None, "unicode", "ascii"):  # NFKD and accent stripping keep ASCII as is
