@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -81,6 +82,8 @@ def runs(
         raise typer.BadParameter("choose one of --json and --csv")
     if all_sweeps and sweep is not None:
         raise typer.BadParameter("choose one of --all and --sweep")
+    if sweep is not None and not re.fullmatch(r"[0-9a-fA-F]+", sweep):
+        raise typer.BadParameter(f"{sweep!r} is not a run id (hexadecimal, as train prints it: 'parent run 9df3…')")
     uri = store.configure()
     board = leaderboard(latest_sweep_only=not all_sweeps, limit=limit, sweep=sweep)
     if board.empty and sweep is not None:

@@ -58,3 +58,6 @@ def test_runs_of_an_unknown_sweep_says_so_and_sweep_excludes_all(trained):
     assert "No candidate runs of sweep 0123456789abcdef" in " ".join(result.output.split())
     result = CliRunner().invoke(app, ["runs", "--all", "--sweep", trained["result"].parent_run_id])
     assert result.exit_code == 2 and "choose one of --all and --sweep" in result.output
+    result = CliRunner().invoke(app, ["runs", "--sweep", "x' or '1'='1"])  # never reaches MLflow's filter
+    assert result.exit_code == 2 and "is not a run id" in " ".join(result.output.split())
+    assert "Traceback" not in result.output
