@@ -81,20 +81,11 @@ def run_labeler(dumps: list[Path], out: Path, chunk: int, extra: list[str]) -> d
     }
 
 
-def _status_kb(pid: int, field: str) -> int:
+def _proc_kb(pid: int, file: str, field: str) -> int:
+    """A ``field: N kB`` line of ``/proc/PID/FILE`` (``status``: VmRSS; ``smaps_rollup``: Pss), 0 when gone."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        for line in Path(f"/proc/{pid}/{file}").read_text().splitlines():
             if line.startswith(field + ":"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def _pss_kb(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
                 return int(line.split()[1])
     except OSError:
         pass
@@ -113,10 +104,10 @@ def _sample_memory(pid: int, peaks: dict, stop: threading.Event) -> None:
     while not stop.wait(0.2):
         workers = _children(pid)
         peaks["workers"] = max(peaks["workers"], len(workers))
-        peaks["main_rss_kb"] = max(peaks["main_rss_kb"], _status_kb(pid, "VmRSS"))
+        peaks["main_rss_kb"] = max(peaks["main_rss_kb"], _proc_kb(pid, "status", "VmRSS"))
         for worker in workers:
-            peaks["workers_rss_kb"] = max(peaks["workers_rss_kb"], _status_kb(worker, "VmRSS"))
-        peaks["pss_sum_kb"] = max(peaks["pss_sum_kb"], sum(_pss_kb(p) for p in [pid, *workers]))
+            peaks["workers_rss_kb"] = max(peaks["workers_rss_kb"], _proc_kb(worker, "status", "VmRSS"))
+        peaks["pss_sum_kb"] = max(peaks["pss_sum_kb"], sum(_proc_kb(p, "smaps_rollup", "Pss") for p in [pid, *workers]))
 
 
 def raw_predict(dumps: list[Path], model_uri: str, chunk: int) -> dict:
