@@ -117,6 +117,45 @@ KNOWN_TAXONOMY: dict[str, tuple[str, ...]] = {
         "Reinforcement Learning and Planning",
     ),
 }
+# ICML 2025's re-cut taxonomy (the shared data's icml2025_dev_topics.jsonl; features/crosswalks maps 2024's names
+# to it): its new names are known too, so that neither is reported as a misspelling of the other
+ICML_2025_NEW: dict[str, tuple[str, ...]] = {
+    "Applications": ("Chemistry, Physics, and Earth Sciences", "Health / Medicine", "Social Sciences"),
+    "Deep Learning": ("Foundation Models",),
+    "General Machine Learning": (
+        "Causality",
+        "Clustering",
+        "Evaluation",
+        "Everything Else",
+        "Hardware and Software",
+        "Kernel methods",
+        "Online Learning, Active Learning and Bandits",
+        "Representation Learning",
+        "Scalable Algorithms",
+        "Sequential, Network, and Time Series Modeling",
+        "Supervised Learning",
+        "Transfer, Multitask and Meta-learning",
+        "Unsupervised and Semi-supervised Learning",
+    ),
+    "Position": (
+        "Data",
+        "Methodology",
+        "Risk_safety_policy",
+        "Social_ethical_env_impact",
+        "Understanding",
+    ),
+    "Social Aspects": (
+        "Accountability, Transparency, and Interpretability",
+        "Alignment",
+        "Fairness",
+        "Privacy",
+        "Robustness",
+        "Safety",
+        "Security",
+    ),
+}
+for _area, _subs in ICML_2025_NEW.items():
+    KNOWN_TAXONOMY[_area] = tuple(sorted({*KNOWN_TAXONOMY.get(_area, ()), *_subs}))
 KNOWN_AREAS = tuple(KNOWN_TAXONOMY)
 SEPARATORS = ("·", "->", "→", "•", "›")  # plus " - " / " – " / " — " with spaces around
 _LABEL_SEPARATOR = re.compile(r"\s*(?:·|->|→|•|›)\s*")

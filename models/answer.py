@@ -53,11 +53,18 @@ class Answer(BaseModel):
             "top-1 precision; false means: treat the answer as unsure and look at prediction_set."
         ),
     )
+    taxonomy: str | None = Field(
+        None,
+        description=(
+            'The taxonomy the tracks and areas are named in (e.g. "ICML 2025"): the one asked for, else the '
+            "model's default (GET /metadata lists them). Probabilities sum to 1 over its tracks."
+        ),
+    )
 
 
 RANKED_FIELDS = ("tracks", "areas")
 """The answer fields every artifact gives."""
-CONFIDENCE_FIELDS = tuple(name for name in Answer.model_fields if name not in RANKED_FIELDS)
+CONFIDENCE_FIELDS = ("prediction_set", "confident")
 """The answer fields a calibrated artifact adds (models/confidence.py); e.g. the labeler's CSV columns."""
 
 
@@ -83,6 +90,7 @@ class AnswerDict(TypedDict):
     # present when the artifact carries a confidence calibration (models/confidence.py):
     prediction_set: NotRequired[list[str]]  # conformal set at the nominal coverage, most probable first
     confident: NotRequired[bool]  # top-1 probability reaches the threshold chosen for the target precision
+    taxonomy: NotRequired[str]  # the taxonomy the tracks are named in (artifacts trained with taxonomies)
 
 
 # --------------------------------------------------------------------------- the MLflow signature

@@ -51,6 +51,8 @@ class TrackPredictor:
         training_profile: Any = None,
         confidence: Confidence | None = None,
         neighbors: NeighborIndex | None = None,
+        taxonomy: str = "",
+        sources: Sequence[str] = (),
     ):
         self.classifier = classifier
         self.space = space
@@ -62,6 +64,31 @@ class TrackPredictor:
         self.confidence = confidence
         # the labeled training abstracts, for "nearest labeled papers" (models/explain.py)
         self.neighbors = neighbors
+        # the taxonomy this predictor answers in ("ICLR 2025"), the sources whose names it shares (also accepted
+        # as its name), and the predictors of the artifact's other taxonomies (each one answers in its own names)
+        self.taxonomy = taxonomy
+        self.sources = tuple(sources)
+        self.heads: dict[str, TrackPredictor] = {}
+
+    # --- taxonomies ---------------------------------------------------------------------------
+    @property
+    def taxonomies(self) -> list[TrackPredictor]:
+        """Every taxonomy the artifact answers in, the default first."""
+        return [self, *self.heads.values()]
+
+    def head(self, taxonomy: str | None = None) -> TrackPredictor:
+        """The predictor answering in ``taxonomy`` (None: the default one); its name or any of its sources' names,
+        in any letter case. An unknown name is a :class:`~papertrack.errors.UsageError` listing the known ones."""
+        if taxonomy is None:
+            return self
+        key = " ".join(str(taxonomy).split()).casefold()
+        for head in self.taxonomies:
+            if key in {head.taxonomy.casefold(), *(s.casefold() for s in head.sources)}:
+                return head
+        raise UnknownTaxonomy(taxonomy, self.known_taxonomies())
+
+    def known_taxonomies(self) -> list[str]:
+        return [head.taxonomy or "default" for head in self.taxonomies]
 
     # --- probabilities ---------------------------------------------------------------------
     def predict_proba(self, abstracts: Sequence[str], titles: Sequence[str | None] | None = None) -> np.ndarray:
@@ -114,6 +141,8 @@ class TrackPredictor:
                     areas=[AreaScoreDict(area=areas[j], probability=p) for j, p in zip(order_row, ap_row)],
                 )
             )
+            if self.taxonomy:
+                results[-1]["taxonomy"] = self.taxonomy
         if self.confidence is not None:
             sets, sure = self.confidence.sets(proba), self.confidence.confident(proba).tolist()
             for answer, members, is_sure in zip(results, sets, sure):
@@ -122,17 +151,29 @@ class TrackPredictor:
         return results
 
     def predict(
-        self, abstracts: Sequence[str], titles: Sequence[str | None] | None = None, top_k: int = DEFAULT_TOP_K
+        self,
+        abstracts: Sequence[str],
+        titles: Sequence[str | None] | None = None,
+        top_k: int | None = None,
+        *,
+        taxonomy: str | None = None,
     ) -> list[AnswerDict]:
-        return self.rank(self.predict_proba(abstracts, titles), top_k)
+        """One answer per abstract in ``taxonomy``'s names (default: the artifact's default taxonomy); ``top_k``
+        None is :data:`DEFAULT_TOP_K`, or every label when the taxonomy has fewer. The request is checked once
+        (:class:`~papertrack.models.request.PredictRequest`)."""
+        from papertrack.models.request import PredictRequest
 
-    def predict_frame(self, frame: pd.DataFrame, top_k: int = DEFAULT_TOP_K) -> list[AnswerDict]:
+        return PredictRequest(abstracts=abstracts, titles=titles, top_k=top_k, taxonomy=taxonomy).answer(self)
+
+    def predict_frame(
+        self, frame: pd.DataFrame, top_k: int | None = None, *, taxonomy: str | None = None
+    ) -> list[AnswerDict]:
         if "abstract" not in frame.columns:
             raise UsageError(f"input needs an 'abstract' column; got columns {list(frame.columns)}")
         titles = None
         if "title" in frame.columns:
             titles = [t if isinstance(t, str) else None for t in frame["title"].tolist()]
-        return self.predict(frame["abstract"].tolist(), titles, top_k)
+        return self.predict(frame["abstract"].tolist(), titles, top_k, taxonomy=taxonomy)
 
     # --- persistence -------------------------------------------------------------------------
     def save(self, path: Path) -> Path:
@@ -167,6 +208,14 @@ OUTPUT_COLUMNS = "columns"
 OUTPUT_JSON = "json"
 
 
+class UnknownTaxonomy(UsageError):
+    """A taxonomy the model cannot answer in; the message lists the ones it can."""
+
+    def __init__(self, asked: object, known: Sequence[str]):
+        self.asked, self.known = asked, list(known)
+        super().__init__(f"unknown taxonomy {asked!r}; this model answers in: {', '.join(self.known)}")
+
+
 class PaperTrackModel(PythonModel):
     """The MLflow pyfunc: DataFrame(abstract[, title]) -> DataFrame(tracks, areas[, prediction_set, confident]);
     params top_k and output: "columns" (default, the signature's columns) or "json" (one column ``answer``, each
@@ -180,18 +229,21 @@ class PaperTrackModel(PythonModel):
 
     def predict(self, context, model_input: pd.DataFrame, params: dict | None = None) -> pd.DataFrame:
         top_k = int((params or {}).get("top_k", DEFAULT_TOP_K))
+        taxonomy = (params or {}).get("taxonomy") or None
         if not isinstance(model_input, pd.DataFrame):
             model_input = pd.DataFrame(model_input)
         output = (params or {}).get("output", OUTPUT_COLUMNS)
         if output not in (OUTPUT_COLUMNS, OUTPUT_JSON):
             raise UsageError(f"output must be {OUTPUT_COLUMNS!r} or {OUTPUT_JSON!r}, got {output!r}")
-        answers = self.predictor.predict_frame(model_input, top_k)
+        answers = self.predictor.predict_frame(model_input, top_k, taxonomy=taxonomy)
         if output == OUTPUT_JSON:
             return pd.DataFrame({"answer": [json.dumps(a) for a in answers]})
         columns = {"tracks": [a["tracks"] for a in answers], "areas": [a["areas"] for a in answers]}
         if self.predictor.confidence is not None:
             columns["prediction_set"] = [a["prediction_set"] for a in answers]
             columns["confident"] = [a["confident"] for a in answers]
+        if self.predictor.taxonomy:
+            columns["taxonomy"] = [a["taxonomy"] for a in answers]
         return pd.DataFrame(columns)
 
 
@@ -200,7 +252,13 @@ def signature() -> ModelSignature:
     return ModelSignature(
         inputs=Schema([ColSpec("string", "abstract"), ColSpec("string", "title", required=False)]),
         outputs=mlflow_outputs(),
-        params=ParamSchema([ParamSpec("top_k", "long", DEFAULT_TOP_K), ParamSpec("output", "string", OUTPUT_COLUMNS)]),
+        params=ParamSchema(
+            [
+                ParamSpec("top_k", "long", DEFAULT_TOP_K),
+                ParamSpec("output", "string", OUTPUT_COLUMNS),
+                ParamSpec("taxonomy", "string", ""),  # "" is the model's default taxonomy
+            ]
+        ),
     )
 
 

@@ -370,6 +370,12 @@ def summary_lines(report: dict) -> list[str]:
         f"{report['unsure_rule']}); out-of-vocabulary terms {report['oov_share']:.1%} "
         f"(holdout {report['holdout']['oov_share']:.1%})",
     ]
+    given = report.get("given_labels")
+    if given:
+        lines.append(
+            f"  given labels: {given['records'] - given['unknown']:,} of {given['records']:,} are names the model "
+            f"answers{' in ' + given['taxonomy'] if given['taxonomy'] else ''}"
+        )
     if report["warning"]:
         lines.append(f"warning: {report['warning']}")
     return lines

@@ -16,7 +16,7 @@ from typing import Any
 
 from papertrack.errors import PapertrackError
 
-FORMAT = 2
+FORMAT = 3  # 3: taxonomies (TrackPredictor.taxonomy, .sources, .heads)
 """The artifact format this papertrack writes and reads. Raise it whenever a pickled class changes in a way an
 artifact written before cannot be loaded by (renamed/moved classes, new required attributes)."""
 MANIFEST_FILE = "papertrack.json"

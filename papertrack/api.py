@@ -58,8 +58,17 @@ class Predictor:
 
     @property
     def labels(self) -> tuple[str, ...]:
-        """The tracks the model knows, "Area · Subarea"."""
+        """The tracks the model knows in its default taxonomy, "Area · Subarea" (``labels_in(name)``: another's)."""
         return self.predictor.space.labels
+
+    @property
+    def taxonomies(self) -> list[str]:
+        """The taxonomies the model answers in (e.g. ``["ICLR 2025", "ICML 2025"]``), the default first."""
+        return self.predictor.known_taxonomies()
+
+    def labels_in(self, taxonomy: str) -> tuple[str, ...]:
+        """The tracks of ``taxonomy`` (its name or one of its sources' names)."""
+        return self.predictor.head(taxonomy).space.labels
 
     @property
     def card(self):
@@ -67,16 +76,28 @@ class Predictor:
         return self.predictor.card
 
     def predict(
-        self, texts: str | Iterable[str], top_k: int = 3, titles: Sequence[str | None] | None = None
+        self,
+        texts: str | Iterable[str],
+        top_k: int | None = None,
+        titles: Sequence[str | None] | None = None,
+        *,
+        taxonomy: str | None = None,
     ) -> list[dict[str, Any]]:
         """One answer per abstract, in order: ``{"tracks": [{"label", "area", "subarea", "probability"}, ...top_k],
-        "areas": [{"area", "probability"}, ...every area], "prediction_set": [...], "confident": bool}`` — what
-        ``POST /predict`` answers (without ``model``). An empty abstract raises ``ValueError``."""
+        "areas": [{"area", "probability"}, ...every area], "prediction_set": [...], "confident": bool,
+        "taxonomy": str}`` — what ``POST /predict`` answers (without ``model``), in ``taxonomy``'s names (default:
+        the model's default taxonomy; :attr:`taxonomies` lists them). ``top_k`` None is 3 (every label when the
+        taxonomy has fewer). An empty abstract raises ``ValueError``."""
         abstracts = _texts(texts)
-        return [dict(answer) for answer in self.predictor.predict(abstracts, titles, top_k)]
+        return [dict(answer) for answer in self.predictor.predict(abstracts, titles, top_k, taxonomy=taxonomy)]
 
     def predict_frame(
-        self, texts: str | Iterable[str] | pd.Series, top_k: int = 3, titles: Sequence[str | None] | None = None
+        self,
+        texts: str | Iterable[str] | pd.Series,
+        top_k: int | None = None,
+        titles: Sequence[str | None] | None = None,
+        *,
+        taxonomy: str | None = None,
     ) -> pd.DataFrame:
         """One row per abstract (the index of a Series is kept): ``track`` and ``probability`` (the top one),
         ``top_k`` ("label (p); label (p); ..."), ``area`` and ``area_probability`` (the top area),
@@ -84,7 +105,7 @@ class Predictor:
         import pandas as pd
 
         index = texts.index if isinstance(texts, pd.Series) else None
-        answers = self.predict(texts, top_k=top_k, titles=titles)
+        answers = self.predict(texts, top_k=top_k, titles=titles, taxonomy=taxonomy)
         rows = []
         for answer in answers:
             top, area = answer["tracks"][0], answer["areas"][0]
@@ -102,7 +123,14 @@ class Predictor:
         return pd.DataFrame(rows, columns=list(FRAME_COLUMNS), index=index)
 
     def explain(
-        self, text: str, title: str | None = None, top_k: int = 3, terms: int = 10, neighbors: int = 5
+        self,
+        text: str,
+        title: str | None = None,
+        top_k: int = 3,
+        terms: int = 10,
+        neighbors: int = 5,
+        *,
+        taxonomy: str | None = None,
     ) -> dict[str, Any]:
         """Why: the answer for one abstract, the terms that pushed each of its ``top_k`` tracks up (with their
         character spans), how they were found (``method``: exact-linear, linear-member — only an ensemble's linear
@@ -112,7 +140,8 @@ class Predictor:
 
         if not isinstance(text, str) or not text.strip():
             raise ValueError("explain needs one non-empty abstract (a str)")
-        return dict(explain(self.predictor, text, title, top_k=top_k, n_terms=terms, n_neighbors=neighbors))
+        head = self.predictor.head(taxonomy)
+        return dict(explain(head, text, title, top_k=top_k, n_terms=terms, n_neighbors=neighbors))
 
 
 def _texts(texts: str | Iterable[str]) -> list[str]:

@@ -35,6 +35,12 @@ def train(
     ] = DEFAULTS.budget_ms,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help=option_help("jobs"))] = DEFAULTS.jobs,
     rename: Annotated[list[str] | None, typer.Option("--rename", help=option_help("renames"))] = None,
+    crosswalk: Annotated[
+        list[Path] | None, typer.Option("--crosswalk", metavar="FILE", help=option_help("crosswalks"))
+    ] = None,
+    no_crosswalks: Annotated[
+        bool, typer.Option("--no-crosswalks", help="No crosswalk, not even the shipped ones: one taxonomy.")
+    ] = False,
 ) -> None:
     """Evaluate every candidate (one MLflow run each) on next year's papers, refit the best, register it."""
     from papertrack.training.report import print_results, print_runs_link
@@ -52,6 +58,7 @@ def train(
         accept_suggested=accept_suggested,
         budget_ms=budget_ms,
         renames=rename or (),
+        crosswalks=() if no_crosswalks else (crosswalk or None),
         jobs=jobs,
     )
     result = run_sweep(config, console=console)

@@ -29,9 +29,9 @@ class SweepConfig:
     data_paths: Sequence[Path] = field(
         default=(),
         metadata=_help(
-            "Labeled file(s): JSONL/JSON/CSV(.gz) or a text dump. Default: the three labeled sources in "
-            "$PAPERTRACK_DATA_DIR (../shared/data): iclr2024_topics.jsonl, icml2024_topics.jsonl and "
-            "iclr2025_dev_topics.jsonl."
+            "Labeled file(s): JSONL/JSON/CSV(.gz) or a text dump. Default: the four labeled sources in "
+            "$PAPERTRACK_DATA_DIR (../shared/data): iclr2024_topics.jsonl, icml2024_topics.jsonl, "
+            "iclr2025_dev_topics.jsonl and icml2025_dev_topics.jsonl."
         ),
     )
     fmt: str | None = field(default=None, metadata=_help("Force the input format"))
@@ -64,6 +64,14 @@ class SweepConfig:
             "map of renamed tracks, e.g. 2024's 'Applications · Genetics, Cell Biology, etc')."
         ),
     )
+    crosswalks: Sequence[Path] | None = field(
+        default=None,
+        metadata=_help(
+            "Crosswalk file(s) (YAML: old name -> new name(s), renames, merges, splits with shares): its 'to' "
+            "taxonomy gets a head of its own, taught by the older papers through it (repeatable). Default: the "
+            "shipped ones (ICML 2024 -> ICML 2025), used when the data has their target's papers."
+        ),
+    )
     jobs: int | None = field(
         default=None,
         metadata=_help(
@@ -77,6 +85,8 @@ class SweepConfig:
         set_(self, "data_paths", tuple(Path(p) for p in self.data_paths))
         set_(self, "candidate_names", tuple(self.candidate_names) if self.candidate_names else None)
         set_(self, "renames", tuple(self.renames))
+        if self.crosswalks is not None:
+            set_(self, "crosswalks", tuple(Path(p) for p in self.crosswalks))
         if not MIN_FOLDS <= self.folds <= MAX_FOLDS:
             raise UsageError(f"folds must be between {MIN_FOLDS} and {MAX_FOLDS}, not {self.folds}")
         if self.budget_ms is not None and self.budget_ms < 0:
@@ -90,6 +100,13 @@ class SweepConfig:
         from papertrack.training.data import default_data_paths
 
         return list(self.data_paths) or default_data_paths(settings.current().data_dir)
+
+    @property
+    def crosswalk_paths(self) -> list[Path]:
+        """The crosswalks to read: ``crosswalks``, else the shipped ones (features/crosswalks)."""
+        from papertrack.features.crosswalk import shipped_crosswalks
+
+        return list(self.crosswalks) if self.crosswalks is not None else shipped_crosswalks()
 
     @property
     def budget(self) -> float | None:

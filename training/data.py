@@ -20,13 +20,19 @@ from papertrack.models.hierarchy import LabelSpace
 from papertrack.training.renames import RenameMap
 
 # the labeled sources papertrack trains on by default, in $PAPERTRACK_DATA_DIR: two venues of 2024 and the
-# latest year (ICLR 2025), which the temporal holdout tests on
-DEFAULT_FILES = ("iclr2024_topics.jsonl", "icml2024_topics.jsonl", "iclr2025_dev_topics.jsonl")
+# latest year of each (ICLR 2025 in ICLR's names, ICML 2025 in its re-cut taxonomy), which the temporal holdout
+# tests on, each in its own names
+DEFAULT_FILES = (
+    "iclr2024_topics.jsonl",
+    "icml2024_topics.jsonl",
+    "iclr2025_dev_topics.jsonl",
+    "icml2025_dev_topics.jsonl",
+)
 _YEAR_IN_NAME = re.compile(r"(?<!\d)((?:19|20)\d\d)(?!\d)")
 
 
 def default_data_paths(data_dir: Path) -> list[Path]:
-    """The three labeled sources; a missing file is a UsageError that says what to do."""
+    """The four labeled sources; a missing file is a UsageError that says what to do."""
     paths = [Path(data_dir) / name for name in DEFAULT_FILES]
     missing = [p for p in paths if not p.exists()]
     if missing:
@@ -68,22 +74,51 @@ class TrainingSet:
     sources: np.ndarray  # per record: source_of(record)
     years: np.ndarray  # per record: year_of(record), -1 when unknown
     labels: list[str]  # per record: the label trained on (after renames; ``records`` keep the label as read)
+    taxonomy: str = ""  # the taxonomy whose names ``labels`` are (training.taxonomies)
+    # per row: True when the record carries this taxonomy's own label (False: an older record mapped through a
+    # crosswalk); None: every row is native
+    native: np.ndarray | None = None
 
     @classmethod
     def from_records(
-        cls, records: list[Record], use_title: bool = False, renames: RenameMap | None = None
+        cls,
+        records: list[Record],
+        use_title: bool = False,
+        renames: RenameMap | None = None,
+        labels: list[str] | None = None,
+        native: np.ndarray | None = None,
+        taxonomy: str = "",
     ) -> TrainingSet:
         """``renames`` (old label -> new label) is applied to every record: older examples of a renamed
-        track teach its new name, and the model answers in the latest taxonomy."""
+        track teach its new name, and the model answers in the latest taxonomy. ``labels``: the labels to train
+        on instead (one per record, already in the taxonomy's names: a crosswalk's mapping)."""
         if any(r.label is None for r in records):
             raise UsageError("every training record needs a label")
-        renames = renames or RenameMap()
-        labels = [renames.apply(r.label) for r in records]
+        if labels is None:
+            renames = renames or RenameMap()
+            labels = [renames.apply(r.label) for r in records]
         space = LabelSpace.from_labels(labels)
         texts = [model_text(r.abstract, r.title, use_title) for r in records]
         sources = np.array([source_of(r) for r in records], dtype=object)
         years = np.array([year_of(r) or -1 for r in records], dtype=np.int64)
-        return cls(records, space, space.encode(labels), texts, data_digest(records, labels), sources, years, labels)
+        return cls(
+            records,
+            space,
+            space.encode(labels),
+            texts,
+            data_digest(records, labels),
+            sources,
+            years,
+            labels,
+            taxonomy,
+            native,
+        )
+
+    @property
+    def native_rows(self) -> np.ndarray:
+        """The rows carrying the taxonomy's own labels (every row unless older records were mapped in)."""
+        rows = np.arange(len(self.y))
+        return rows if self.native is None else rows[self.native]
 
     @property
     def source_names(self) -> list[str]:
@@ -160,9 +195,14 @@ def temporal_direction(data: TrainingSet) -> tuple[Direction | None, str]:
     years = sorted(set(data.years.tolist()))
     if len(years) < 2:
         return None, f"one year ({years[0]})" if years else "no records"
-    latest = years[-1]
+    latest = int(data.years[data.native_rows].max()) if len(data.native_rows) else years[-1]
+    years = [y for y in years if y <= latest]
+    if len(years) < 2:
+        return None, f"no records older than its own ({latest})"
     rows = np.arange(len(data.y))
-    train, test = rows[data.years < latest], rows[data.years == latest]
+    # the test side: the taxonomy's own latest-year papers (not older papers mapped in through a crosswalk)
+    test = np.intersect1d(rows[data.years == latest], data.native_rows)
+    train = rows[data.years < latest]
     trained_on = tuple(dict.fromkeys(data.sources[train].tolist()))
     heldout = " + ".join(dict.fromkeys(data.sources[test].tolist()))
     first = years[0]

@@ -74,6 +74,8 @@ class CandidateResult:
     y: np.ndarray | None = field(default=None, repr=False)  # true label of every training row
     run_id: str = ""  # set by the sweep once the result is logged to MLflow
     temporal: ShiftResult | None = field(default=None, repr=False)
+    # the same candidate evaluated in each other taxonomy the sweep answers in (training.taxonomies), by name
+    heads: dict[str, CandidateResult] = field(default_factory=dict, repr=False)
 
     @property
     def selection(self) -> str:
@@ -97,9 +99,12 @@ class CandidateResult:
         return self.temporal.held_out(self.y)[1] if self.temporal is not None else self.y
 
     def selection_hits(self, k: int = 3) -> np.ndarray:
-        """Per row: 1.0 when the true label is among the top k of ``selection_proba``."""
+        """Per row: 1.0 when the true label is among the top k of ``selection_proba`` — followed by the rows of
+        every other taxonomy's selection holdout (each in its own names), so that the champion rule's paired
+        comparison covers every taxonomy's papers."""
         top = np.argsort(-self.selection_proba, axis=1, kind="stable")[:, :k]
-        return np.any(top == self.selection_y[:, None], axis=1).astype(np.float64)
+        own = np.any(top == self.selection_y[:, None], axis=1).astype(np.float64)
+        return np.concatenate([own, *(head.selection_hits(k) for head in self.heads.values())])
 
 
 class Listener:

@@ -21,11 +21,11 @@ from papertrack.models.candidates import Candidate
 from papertrack.models.card import ModelCard
 from papertrack.models.drift import build_profile
 from papertrack.registry import ranking_metrics
-from papertrack.training import artifact_extras, preflight, promotion
+from papertrack.training import artifact_extras, preflight, promotion, taxonomies
 from papertrack.training.champion import ChampionChoice, Contender, choose_champion
 from papertrack.training.config import SweepConfig
 from papertrack.training.cv import check_trainable, fold_indices
-from papertrack.training.data import Direction, TrainingSet, one_year_only
+from papertrack.training.data import Direction, TrainingSet, one_year_only, source_of, temporal_direction
 from papertrack.training.dataset import load_dataset
 from papertrack.training.evaluation import (
     SHIFT_METRICS,
@@ -51,6 +51,8 @@ class Prepared:
     renames: RenameMap
     counts: dict[str, int]  # records per source
     notes: list[Note] = field(default_factory=list)
+    heads: taxonomies.Taxonomies = field(default_factory=lambda: taxonomies.Taxonomies([]))
+    # the taxonomies: ``data`` is the default (first) head's training set
 
 
 @dataclass
@@ -68,6 +70,9 @@ class Embedded:
 class Refit:
     predictor: TrackPredictor
     confidence: object  # the calibration attached to the predictor (models/confidence.py)
+    result: CandidateResult | None = None  # the evaluation it was calibrated from
+    heads: dict[str, Refit] = field(default_factory=dict)  # the other taxonomies' refits, by name
+    held_out: tuple = ()  # (probabilities, true labels, what they are) the calibration was made on
 
 
 def read(config: SweepConfig):
@@ -81,13 +86,37 @@ def prepare(config: SweepConfig, records: list) -> Prepared:
     """Check that the records can be trained on (labels, memory) and make the training set (renames applied)."""
     files = [str(p) for p in config.paths]
     rename_map = RenameMap.with_extra(config.renames)
+    crosswalks = taxonomies.read_crosswalks(config.crosswalk_paths)
+    if config.crosswalks is None:  # the shipped ones: only where the data has their target's papers
+        present = {source_of(r) for r in records}
+        crosswalks = [cw for cw in crosswalks if cw.target in present]
     check_trainable([rename_map.apply(r.label) for r in records], config.folds, files)
     preflight.check(records, files, jobs=config.n_jobs)  # labels that cannot fit in memory: refuse
-    data = TrainingSet.from_records(records, use_title=config.use_title, renames=rename_map)
+    heads = taxonomies.build(records, rename_map, crosswalks, use_title=config.use_title)
+    for head in heads.heads[1:]:
+        check_trainable(head.data.labels, config.folds, files)
+    data = heads.default.data
+    head_notes = []
+    for head in heads.heads[1:]:
+        temporal, why_not = temporal_direction(head.data)
+        head_notes.append(
+            Note(
+                f"{head.name}: temporal holdout: train on the earlier years in its names "
+                f"({len(temporal.train):,} rows), test on its own {len(temporal.test):,} papers; "
+                if temporal is not None
+                else f"{head.name}: no temporal holdout ({why_not}); "
+            )
+        )
+        head_notes[-1] = Note(
+            head_notes[-1].text
+            + f"new names known: {config.folds}-fold over its {len(head.data.y):,} rows, read on its own papers"
+        )
     sources = data.label_distribution()
     counts = {name: int(sources[name].sum()) for name in data.source_names}
     years = {name: sorted(set(data.years[data.sources == name].tolist())) for name in data.source_names}
     notes = [
+        *heads.notes,
+        *head_notes,
         Note(
             "sources: "
             + ", ".join(
@@ -99,7 +128,7 @@ def prepare(config: SweepConfig, records: list) -> Prepared:
                 )
                 for name, n in counts.items()
             )
-        )
+        ),
     ]
     used_renames = rename_map.used(r.label for r in records)
     if used_renames:
@@ -114,7 +143,7 @@ def prepare(config: SweepConfig, records: list) -> Prepared:
     for year, labels in one_year_only(data).items():
         shown = ", ".join(labels[:6]) + (f", … ({len(labels) - 6} more)" if len(labels) > 6 else "")
         notes.append(Note(f"{len(labels)} label(s) only in {year}: {shown}", "detail"))
-    return Prepared(records, data, rename_map, counts, notes)
+    return Prepared(records, data, rename_map, counts, notes, heads)
 
 
 def majority_baseline(
@@ -170,12 +199,114 @@ def evaluate_all(
     holdouts: Holdouts,
     config: SweepConfig,
     listener: Listener | None = None,
+    heads: Sequence[taxonomies.Head] = (),
 ) -> list[CandidateResult]:
-    """Every candidate cross-validated (stratified folds, fixed seed) and scored on the holdouts."""
+    """Every candidate cross-validated (stratified folds, fixed seed) and scored on the holdouts — in the default
+    taxonomy (``data``) and, with ``heads``, in each other taxonomy (:func:`evaluate_head`); the other taxonomies'
+    figures are merged into each candidate's metrics (:func:`merge_heads`) before ``listener`` hears of it."""
+    listener = listener or Listener()
+    others = {head.name: (evaluate_head(candidates, head, config, listener), head.data) for head in heads}
     split = fold_indices(data.y, data.space, config.folds, config.seed)
+    merging = _Merging(listener, others, data.taxonomy)
     return evaluate_candidates(
-        candidates, data, split, config.seed, listener, holdouts.directions, holdouts.temporal, config.n_jobs
+        candidates, data, split, config.seed, merging, holdouts.directions, holdouts.temporal, config.n_jobs
     )
+
+
+def evaluate_head(
+    candidates: Sequence[Candidate], head: taxonomies.Head, config: SweepConfig, listener: Listener
+) -> dict[str, CandidateResult]:
+    """Every candidate in one other taxonomy: stratified k-fold over its training set (its own papers and the
+    older ones mapped through its crosswalk) and its temporal holdout (trained on the earlier years' papers in
+    its names, tested on its own latest-year papers). The progress is the listener's; the results are kept for
+    :func:`merge_heads` (not logged as runs of their own)."""
+    data = head.data
+    temporal, _ = temporal_direction(data)
+    split = fold_indices(data.y, data.space, config.folds, config.seed)
+    results = evaluate_candidates(
+        candidates, data, split, config.seed, _ProgressOnly(listener), (), temporal, config.n_jobs
+    )
+    return {r.candidate.name: r for r in results}
+
+
+class _ProgressOnly(Listener):
+    """Passes the progress on, not the finished candidates (they are merged into the default taxonomy's)."""
+
+    def __init__(self, listener: Listener):
+        self.listener = listener
+
+    def started(self, total_fits: int) -> None:
+        self.listener.started(total_fits)
+
+    def candidate_started(self, candidate: Candidate) -> None:
+        self.listener.candidate_started(candidate)
+
+    def fold_done(self, candidate: Candidate) -> None:
+        self.listener.fold_done(candidate)
+
+
+class _Merging(_ProgressOnly):
+    """The default taxonomy's listener: each finished candidate gets the other taxonomies' figures first."""
+
+    def __init__(
+        self, listener: Listener, others: dict[str, tuple[dict[str, CandidateResult], TrainingSet]], default: str
+    ):
+        super().__init__(listener)
+        self.others, self.default = others, default
+
+    def candidate_done(self, result: CandidateResult) -> None:
+        merge_heads(
+            result, self.default, {name: (by[result.candidate.name], data) for name, (by, data) in self.others.items()}
+        )
+        self.listener.candidate_done(result)
+
+
+HEAD_METRICS = ("label_top3", "label_top1", "area_top1", "label_macro_f1")
+
+
+def merge_heads(result: CandidateResult, default: str, others: dict[str, tuple[CandidateResult, TrainingSet]]) -> None:
+    """Put every taxonomy's figures into ``result.metrics``, side by side:
+
+    * ``temporal_<m>.<taxonomy>``: the temporal holdout of each taxonomy, in its own names;
+    * ``temporal_<m>``: all taxonomies together — top-k and area figures over every latest-year paper pooled
+      (each paper once, in its own taxonomy's names: what the champion rule ranks by and the paired bootstrap
+      resamples), macro-F1 the mean of the taxonomies';
+    * ``known_<m>.<taxonomy>`` (other taxonomies): "new names known" — its own papers' out-of-fold figures from
+      the k-fold over its training set (its newest papers in 4 of 5 folds, the older sources mapped in);
+    * ``cv_<m>.<taxonomy>`` (other taxonomies): that k-fold over all its rows.
+    """
+    if not others:
+        return
+    from papertrack.training.taxonomies import taxonomy_slug
+
+    result.heads = {name: other for name, (other, _) in others.items()}
+    metrics = result.metrics
+    pooled: dict[str, list[tuple[float, int]]] = {m: [] for m in HEAD_METRICS}
+    if "temporal_label_top3" in metrics and result.temporal is not None:
+        n = len(result.temporal.held_out(result.y)[1])
+        for m in HEAD_METRICS:
+            metrics[f"temporal_{m}.{taxonomy_slug(default)}"] = metrics[f"temporal_{m}"]
+            pooled[m].append((metrics[f"temporal_{m}"], n))
+    for name, (other, data) in others.items():
+        slug = taxonomy_slug(name)
+        if other.temporal is not None:
+            n = len(other.temporal.held_out(other.y)[1])
+            for m in HEAD_METRICS:
+                metrics[f"temporal_{m}.{slug}"] = other.metrics[f"temporal_{m}"]
+                pooled[m].append((other.metrics[f"temporal_{m}"], n))
+        native = data.native_rows
+        if len(native):
+            scores = evaluate(other.cv.oof_proba[native], data.y[native], data.space)
+            for m in HEAD_METRICS:
+                metrics[f"known_{m}.{slug}"] = scores[m]
+        for m in HEAD_METRICS:
+            metrics[f"cv_{m}.{slug}"] = other.metrics[f"cv_{m}"]
+    for m, parts in pooled.items():
+        if len(parts) > 1:
+            if m == "label_macro_f1":
+                metrics[f"temporal_{m}"] = float(np.mean([v for v, _ in parts]))
+            else:
+                metrics[f"temporal_{m}"] = float(sum(v * k for v, k in parts) / sum(k for _, k in parts))
 
 
 def choose(results: Sequence[CandidateResult]) -> ChampionChoice:
@@ -197,9 +328,37 @@ def contender(result: CandidateResult, among: Sequence[CandidateResult] = ()) ->
     )
 
 
-def refit(winner: CandidateResult, data: TrainingSet, seed: int, use_title: bool) -> Refit:
+def refit(
+    winner: CandidateResult,
+    data: TrainingSet,
+    seed: int,
+    use_title: bool,
+    heads: Sequence[taxonomies.Head] = (),
+) -> Refit:
     """The winner fitted on all data, as the prediction artifact: the model card, the confidence calibration
-    (on the held-out rows the winner was chosen on), the neighbour index and the drift profile."""
+    (on the held-out rows the winner was chosen on), the neighbour index and the drift profile — for the default
+    taxonomy (``data``) and, with ``heads`` (the other taxonomies), one predictor per taxonomy inside it, each
+    fitted on its own training set and calibrated on its own temporal holdout (the winner's result there)."""
+    main = _refit_one(winner, data, seed, use_title)
+    main.predictor.taxonomy = data.taxonomy
+    main.predictor.sources = tuple(dict.fromkeys(data.sources.tolist())) if data.taxonomy else ()
+    for head in heads:
+        result = winner.heads[head.name]
+        result.run_id = winner.run_id
+        # calibrated on its own papers' out-of-fold answers from the k-fold that had its names on the training
+        # side, like the refit model (its temporal holdout, trained on older names only, is far less sure)
+        native = head.data.native_rows
+        known = (result.cv.oof_proba[native], head.data.y[native], "new-names-known")
+        other = _refit_one(result, head.data, seed, use_title, known)
+        other.predictor.taxonomy, other.predictor.sources = head.name, head.sources
+        main.predictor.heads[head.name] = other.predictor
+        main.heads[head.name] = other
+    return main
+
+
+def _refit_one(
+    winner: CandidateResult, data: TrainingSet, seed: int, use_title: bool, held_out: tuple | None = None
+) -> Refit:
     classifier = winner.candidate.build(data.space.n_labels, seed).fit(data.texts, data.y)
     card = ModelCard(
         candidate=winner.candidate.name,
@@ -213,7 +372,8 @@ def refit(winner: CandidateResult, data: TrainingSet, seed: int, use_title: bool
     )
     predictor = TrackPredictor(classifier, data.space, card, use_title=use_title)
     # confidence calibration + neighbour index (issue 11)
-    confidence = artifact_extras.attach(predictor, winner.selection_proba, winner.selection_y, data, winner.selection)
+    proba, y, source = held_out or (winner.selection_proba, winner.selection_y, winner.selection)
+    confidence = artifact_extras.attach(predictor, proba, y, data, source)
     # drift reports: "unsure" is "not confident" (the answers' confident flag), for the dump and the holdout
     predictor.training_profile = build_profile(
         data.texts,
@@ -224,4 +384,4 @@ def refit(winner: CandidateResult, data: TrainingSet, seed: int, use_title: bool
         unsure_below=predictor.confidence.top1_threshold,
         unsure_source="not confident",
     )
-    return Refit(predictor, confidence)
+    return Refit(predictor, confidence, winner, held_out=(proba, y, source))

@@ -124,9 +124,15 @@ class SweepReport(Listener):
 
 
 def candidate_line(name: str, metrics: dict[str, float]) -> str:
+    per_taxonomy = {
+        key.split(".", 1)[1]: value for key, value in metrics.items() if key.startswith("temporal_label_top3.")
+    }
+    known = {key.split(".", 1)[1]: value for key, value in metrics.items() if key.startswith("known_label_top3.")}
     later = (
-        f"next year top3 {metrics['temporal_label_top3']:.3f} top1 {metrics['temporal_label_top1']:.3f} "
-        f"area {metrics['temporal_area_top1']:.3f} | "
+        f"next year top3 {metrics['temporal_label_top3']:.3f}"
+        + (" (" + ", ".join(f"{k} {v:.3f}" for k, v in per_taxonomy.items()) + ")" if per_taxonomy else "")
+        + f" top1 {metrics['temporal_label_top1']:.3f} area {metrics['temporal_area_top1']:.3f} | "
+        + "".join(f"known {k} top3 {v:.3f} | " for k, v in known.items())
         if "temporal_label_top3" in metrics
         else ""
     )

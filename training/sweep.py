@@ -100,7 +100,9 @@ def run_sweep(config: SweepConfig, console: Console | None = None) -> SweepResul
         report.embeddings(embedded)
         logger.embeddings(embedded)
         with report:
-            results = pipeline.evaluate_all(plan.candidates, data, holdouts, config, _Both(logger, report))
+            results = pipeline.evaluate_all(
+                plan.candidates, data, holdouts, config, _Both(logger, report), heads=prepared.heads.heads[1:]
+            )
         eligible, ineligible = within_budget(results, budget)
         report.ineligible(ineligible, budget)
         choice = pipeline.choose(eligible)
@@ -125,8 +127,10 @@ def run_sweep(config: SweepConfig, console: Console | None = None) -> SweepResul
         logger.choice(result)
         report.choice(result, len(records))
         refit_started = time.perf_counter()
-        refit = pipeline.refit(result.winner, data, config.seed, config.use_title)
-        report.calibration(*artifact_extras.describe(refit.confidence, result.winner.selection))
+        refit = pipeline.refit(result.winner, data, config.seed, config.use_title, prepared.heads.heads[1:])
+        for name, one in [(data.taxonomy, refit), *refit.heads.items()]:
+            message, warning = artifact_extras.describe(one.confidence, one.held_out[2])
+            report.calibration((f"{name}: " if refit.heads else "") + message, warning)
         result.model_uri = logger.model(result.winner, refit, data)
         result.refit_seconds = time.perf_counter() - refit_started
         report.refit(result.refit_seconds)

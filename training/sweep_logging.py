@@ -25,6 +25,7 @@ from papertrack.training.data import TrainingSet, labels_by_year
 from papertrack.training.evaluation import CandidateResult, Listener
 from papertrack.training.pipeline import Embedded, Prepared, Refit, contender
 from papertrack.training.planning import CandidatePlan, Holdouts
+from papertrack.training.taxonomies import taxonomy_slug
 
 if TYPE_CHECKING:
     from papertrack.training.sweep import SweepResult
@@ -178,6 +179,8 @@ def log_model(winner: CandidateResult, refit: Refit, data: TrainingSet) -> str:
     )
     with tempfile.TemporaryDirectory() as tmp, mlflow.start_run(run_id=winner.run_id, nested=True):
         artifact_extras.log_calibration(refit.confidence, winner.selection_proba, winner.selection_y)
+        for name, head in refit.heads.items():  # each other taxonomy's calibration, metric names suffixed
+            artifact_extras.log_calibration(head.confidence, head.held_out[0], head.held_out[1], taxonomy_slug(name))
         artifacts = refit.predictor.save_artifacts(Path(tmp))  # the pickled predictor and its manifest
         logged = mlflow.pyfunc.log_model(
             name="model",

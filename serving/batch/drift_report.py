@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
@@ -62,9 +63,11 @@ def _texts(
     formats: Sequence[str | None],
     use_title: bool,
     labeled: Iterator[tuple[str, int]] | None = None,
+    given: Counter[str] | None = None,
 ) -> Iterator[str]:
     """The model texts of the input records; with ``labeled`` (the output's (source, line) keys, in input order),
-    only of the records that have a row: a record the run rejected (an error row) adds nothing."""
+    only of the records that have a row: a record the run rejected (an error row) adds nothing. ``given``
+    counts the labels those records carry (labeled dumps)."""
     wanted = next(labeled, None) if labeled is not None else None
     for path, fmt in zip(inputs, formats):
         for item in iter_records(path, fmt, labeled=None):
@@ -74,15 +77,26 @@ def _texts(
                 if wanted != (item.source, item.line):
                     continue
                 wanted = next(labeled, None)
+            if given is not None and item.label:
+                given[item.label] += 1
             yield model_text(item.abstract, item.title, use_title)
         if labeled is not None and wanted is None:
             return
 
 
 def output_drift(
-    output: Path, inputs: Sequence[Path], profile: TrainingProfile, *, fmt: str | None = None, use_title: bool = False
+    output: Path,
+    inputs: Sequence[Path],
+    profile: TrainingProfile,
+    *,
+    fmt: str | None = None,
+    use_title: bool = False,
+    known_labels: Sequence[str] | None = None,
+    taxonomy: str = "",
 ) -> dict:
-    """The drift report of a finished labeling output and its inputs."""
+    """The drift report of a finished labeling output and its inputs; with ``known_labels`` (the labels of the
+    taxonomy the model answered in), also the labels the input records carry that it cannot answer."""
+    given: Counter[str] = Counter()
     stats = DumpStats.for_profile(profile)
     tokenize = analyzer()
     rows = _top_of_rows(output)
@@ -90,10 +104,49 @@ def output_drift(
         stats.add(profile, [r[0] for r in chunk], [r[1] for r in chunk], [r[2] for r in chunk])
     if stats.n == 0:
         return drift_report(stats, profile)  # no record labeled: nothing to compare, not even the vocabulary
-    texts = _texts(inputs, [fmt] * len(inputs), use_title, _labeled_keys(output))
+    texts = _texts(inputs, [fmt] * len(inputs), use_title, _labeled_keys(output), given)
     while chunk := list(islice(texts, CHUNK)):
         stats.add(profile, [], [], [], chunk, tokenize)
-    return drift_report(stats, profile)
+    report = drift_report(stats, profile)
+    if known_labels is not None and given:
+        report["given_labels"] = given_labels_report(given, known_labels, taxonomy)
+        if report["given_labels"]["unknown"]:
+            line = given_labels_warning(report["given_labels"])
+            report["warning"] = f"{report['warning']}; {line}" if report["warning"] else line
+    return report
+
+
+def given_labels_report(given: Counter[str], known: Sequence[str], taxonomy: str = "") -> dict:
+    """How many of the labels the input records carry the model can answer (in ``taxonomy``), and which it
+    cannot (largest first): a dump labeled in another taxonomy's names."""
+    from papertrack.features.labels import format_label, normalise_label
+
+    known_set = set(known)
+    unknown: Counter[str] = Counter()
+    for label, n in given.items():
+        try:
+            canonical = format_label(*normalise_label(label, warn=False))
+        except ValueError:
+            canonical = label
+        if canonical not in known_set:
+            unknown[canonical] += n
+    return {
+        "taxonomy": taxonomy or None,
+        "records": sum(given.values()),
+        "unknown": sum(unknown.values()),
+        "unknown_names": [{"label": label, "records": n} for label, n in unknown.most_common(20)],
+    }
+
+
+def given_labels_warning(given: dict) -> str:
+    names = ", ".join(f"{u['label']!r} ({u['records']:,})" for u in given["unknown_names"][:3])
+    more = len(given["unknown_names"]) - 3
+    where = f" in {given['taxonomy']}" if given["taxonomy"] else ""
+    return (
+        f"{given['unknown']:,} of {given['records']:,} given labels are names the model cannot answer{where}: "
+        f"{names}{f', … ({more} more)' if more > 0 else ''} — label with --taxonomy naming theirs "
+        f"(papertrack taxonomies), or train with a crosswalk to it"
+    )
 
 
 def report_run(
@@ -117,7 +170,15 @@ def report_run(
         )
         note(f"no drift report ({why})")
         return None
-    report = output_drift(output, inputs, profile, fmt=fmt, use_title=bool(getattr(predictor, "use_title", False)))
+    report = output_drift(
+        output,
+        inputs,
+        profile,
+        fmt=fmt,
+        use_title=bool(getattr(predictor, "use_title", False)),
+        known_labels=predictor.space.labels,
+        taxonomy=getattr(predictor, "taxonomy", ""),
+    )
     for line in summary_lines(report):
         say(line)
     path = drift_path(output)

@@ -45,7 +45,21 @@ def label(
         ),
     ],
     output: Annotated[Path, typer.Option("--output", "-o", help="Output file: .jsonl or .csv.")],
-    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Tracks per abstract.")] = 3,
+    top_k: Annotated[
+        int | None,
+        typer.Option(
+            "--top-k", "-k", min=1, help="Tracks per abstract [default: 3, or every label of a smaller taxonomy]"
+        ),
+    ] = None,
+    taxonomy: Annotated[
+        str | None,
+        typer.Option(
+            "--taxonomy",
+            "-t",
+            help="The taxonomy to answer in, e.g. 'ICML 2025' (papertrack taxonomies lists them). Default: the "
+            "model's default taxonomy.",
+        ),
+    ] = None,
     model: Annotated[
         str, typer.Option("--model", "-m", help="MLflow model URI (local labeling).")
     ] = f"models:/{settings.MODEL_NAME}@{settings.CHAMPION}",
@@ -118,7 +132,8 @@ def label(
                 dumps,
                 output,
                 model,
-                top_k=top_k,
+                top_k=top_k or 3,
+                taxonomy=taxonomy,
                 fmt=fmt,
                 notice=note,
                 options=SparkOptions(master=master, partitions=partitions, conf=tuple(conf)),
@@ -148,6 +163,7 @@ def label(
             model,
             url,
             top_k=top_k,
+            taxonomy=taxonomy,
             fmt=fmt,
             errors=errors,
             resume=resume,
@@ -167,16 +183,23 @@ def label(
         raise typer.Exit(3)
 
 
-def _run_labeler(dumps, output, model, url, *, top_k, fmt, errors, resume, chunk_size, workers, progress):
+def _run_labeler(
+    dumps, output, model, url, *, top_k, taxonomy, fmt, errors, resume, chunk_size, workers, progress
+):
     """The local engine's run (the model here, or a service with --url), with its progress bar:
     (LabelResult, backend)."""
     from papertrack.features.ingest import IngestError
+    from papertrack.models.request import resolve_top_k
     from papertrack.serving.batch.labeler import HttpBackend, LabelError, LocalBackend, label_dumps, partial_path
     from papertrack.serving.batch.labeler.label_errors import WorkerDied
     from papertrack.serving.batch.labeler.run import default_workers
 
-    backend = HttpBackend(url) if url else LocalBackend(model)
+    backend = HttpBackend(url, taxonomy=taxonomy) if url else LocalBackend(model, taxonomy)
     status(f"Labeling with {backend.description}")
+    if top_k is None:
+        top_k = resolve_top_k(None, backend.n_labels)
+        if top_k < 3:
+            note(f"the model knows {backend.n_labels} labels: answering with --top-k {top_k} instead of 3")
     # Everything loaded so far (libraries, the model) lives until the end: keep it out of the cyclic GC's
     # scans, which otherwise take a large share of the per-chunk work.
     gc.freeze()

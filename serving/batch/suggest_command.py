@@ -43,6 +43,15 @@ def suggest(
         str, typer.Option("--model", "-m", help="MLflow model URI.")
     ] = f"models:/{settings.MODEL_NAME}@{settings.CHAMPION}",
     seed: Annotated[int, typer.Option(help="Seed of the random strategy.")] = settings.DEFAULT_SEED,
+    taxonomy: Annotated[
+        str | None,
+        typer.Option(
+            "--taxonomy",
+            "-t",
+            help="The taxonomy whose names the picks are pre-labeled in (papertrack taxonomies lists them). "
+            "Default: the model's default taxonomy.",
+        ),
+    ] = None,
     fmt: Annotated[str | None, typer.Option("--format", help=f"Force the input format: {', '.join(FORMATS)}.")] = None,
 ) -> None:
     """Pick the abstracts whose labels would teach the model most; write them, pre-labeled with its guess, to edit."""
@@ -69,7 +78,7 @@ def suggest(
         note(f"{pool.duplicates:,} duplicate abstract(s) counted once")
     if not pool.records:
         raise UsageError("no usable abstract in the input")
-    predictor = load_model(model)
+    predictor = load_model(model).head(taxonomy)  # an unknown taxonomy: a usage error listing the known ones
     picks = s.suggest(predictor, pool.records, n, strategy, measure=measure, seed=seed, notice=note)
     s.write_suggestions(output, picks, strategy=strategy, model=predictor.card.short())
     mean = sum(p.uncertainty for p in picks) / len(picks)

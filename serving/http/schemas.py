@@ -67,6 +67,17 @@ TopK = Annotated[
 
 _REQUEST = ConfigDict(strict=True, extra="forbid")
 
+Taxonomy = Annotated[
+    str | None,
+    Field(
+        max_length=200,
+        description=(
+            'The taxonomy to answer in, e.g. "ICML 2025" (its name or one of its sources\', any letter case; '
+            "GET /metadata lists them). Default: the model's default taxonomy."
+        ),
+    ),
+]
+
 
 class PredictRequest(BaseModel):
     """Body of ``POST /predict``."""
@@ -80,6 +91,7 @@ class PredictRequest(BaseModel):
     abstract: Abstract
     title: Title = None
     top_k: TopK = DEFAULT_TOP_K
+    taxonomy: Taxonomy = None
 
 
 class Paper(BaseModel):
@@ -119,6 +131,7 @@ class PredictBatchRequest(BaseModel):
         ),
     ]
     top_k: TopK = DEFAULT_TOP_K
+    taxonomy: Taxonomy = None
 
 
 # --------------------------------------------------------------------------- responses
@@ -141,6 +154,14 @@ class PredictResponse(PaperResult):
 class PredictBatchResponse(BaseModel):
     results: list[PaperResult] = Field(description="One result per paper, in request order.")
     model: ModelInfo
+
+
+class TaxonomyInfo(BaseModel):
+    sources: list[str] = Field(description="The training sources whose names it is (also accepted as its name).")
+    n_labels: int
+    labels: list[str]
+    areas: list[str]
+    confidence: dict[str, float] | None = None
 
 
 class MetadataResponse(BaseModel):
@@ -167,6 +188,13 @@ class MetadataResponse(BaseModel):
         ),
     )
     limits: dict[str, int] = Field(description="Request limits enforced by the service.")
+    default_taxonomy: str | None = Field(
+        None, description="The taxonomy answers are named in when a request does not ask for one."
+    )
+    taxonomies: dict[str, TaxonomyInfo] = Field(
+        default_factory=dict,
+        description="Every taxonomy the model answers in (a request's `taxonomy`), with its labels and calibration.",
+    )
 
 
 class ErrorResponse(BaseModel):

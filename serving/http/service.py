@@ -148,7 +148,9 @@ class PaperTrack:
             run_id=str(meta.get("run_id") or card.run_id),
         )
         self._model_json = self.model_info.model_dump()
-        self.n_labels = _served["n_labels"] = self.predictor.space.n_labels
+        heads = self.predictor.taxonomies
+        self.n_labels = self.predictor.space.n_labels
+        _served["n_labels"] = min(h.space.n_labels for h in heads)  # the spec's top_k bound: valid in every one
         space = self.predictor.space
         metrics = card.metrics or meta.get("metrics") or {}
         self._metadata = schemas.MetadataResponse(
@@ -167,6 +169,18 @@ class PaperTrack:
             metrics={k: float(v) for k, v in metrics.items()},
             limits=schemas.LIMITS,
             confidence=_confidence(self.predictor.confidence),
+            default_taxonomy=self.predictor.taxonomy or None,
+            taxonomies={
+                h.taxonomy: schemas.TaxonomyInfo(
+                    sources=list(h.sources),
+                    n_labels=h.space.n_labels,
+                    labels=list(h.space.labels),
+                    areas=list(h.space.areas),
+                    confidence=_confidence(h.confidence),
+                )
+                for h in heads
+                if h.taxonomy
+            },
         )
         # One abstract per call: BLAS thread pools (OpenBLAS: the LR and kNN on embeddings) get tiny matrices
         # and their extra threads only spin — measured: 209 -> 102 ms of CPU per /predict of an embedding
@@ -201,29 +215,55 @@ class PaperTrack:
 
     # --- endpoints -------------------------------------------------------------------------
     @bentoml.api(route="/predict", input_spec=schemas.PredictRequest, output_spec=schemas.PredictResponse)
-    async def predict(self, abstract: str, title: str | None = None, top_k: int = schemas.DEFAULT_TOP_K):
-        """Ranked tracks (top_k) and every area, for one abstract."""
-        if top_k > self.n_labels:
-            return self._top_k_error(top_k)
+    async def predict(
+        self,
+        abstract: str,
+        title: str | None = None,
+        top_k: int = schemas.DEFAULT_TOP_K,
+        taxonomy: str | None = None,
+    ):
+        """Ranked tracks (top_k) and every area, for one abstract, in the asked taxonomy's names."""
+        head = self._head(taxonomy, top_k)
+        if isinstance(head, Response):
+            return head
         if self.inference_pool is None:
-            return self._predict_one(abstract, title, top_k)
+            return self._predict_one(head, abstract, title, top_k)
         return await asyncio.get_running_loop().run_in_executor(
-            self.inference_pool, self._predict_one, abstract, title, top_k
+            self.inference_pool, self._predict_one, head, abstract, title, top_k
         )
 
-    def _predict_one(self, abstract: str, title: str | None, top_k: int) -> Response:
-        result = self.predictor.predict([abstract], [title], top_k)[0]
+    def _predict_one(self, head, abstract: str, title: str | None, top_k: int) -> Response:
+        result = head.rank(head.predict_proba([abstract], [title]), top_k)[0]
         result["model"] = self._model_json
         return _json(result)
+
+    def _head(self, taxonomy: str | None, top_k: int):
+        """The predictor of the asked taxonomy with ``top_k`` checked (models/request.py), or the 400 to answer."""
+        from papertrack.errors import UsageError
+        from papertrack.models.artifact import UnknownTaxonomy
+        from papertrack.models.request import PredictRequest
+
+        try:
+            head, _ = PredictRequest(abstracts=(), top_k=top_k, taxonomy=taxonomy).checked(self.predictor)
+        except UsageError as exc:
+            field = "taxonomy" if isinstance(exc, UnknownTaxonomy) else "top_k"
+            detail = [{"type": "value_error", "loc": [field], "msg": str(exc)}]
+            return Response(
+                error_body(f"invalid request: {exc}", detail), status_code=400, media_type="application/json"
+            )
+        return head
 
     @bentoml.api(
         route="/predict_batch", input_spec=schemas.PredictBatchRequest, output_spec=schemas.PredictBatchResponse
     )
-    def predict_batch(self, papers: list[schemas.Paper], top_k: int = schemas.DEFAULT_TOP_K):
+    def predict_batch(
+        self, papers: list[schemas.Paper], top_k: int = schemas.DEFAULT_TOP_K, taxonomy: str | None = None
+    ):
         """One result per paper, in request order (at most MAX_BATCH papers per request)."""
-        if top_k > self.n_labels:
-            return self._top_k_error(top_k)
-        results = self.predictor.predict([p.abstract for p in papers], [p.title for p in papers], top_k)
+        head = self._head(taxonomy, top_k)
+        if isinstance(head, Response):
+            return head
+        results = head.rank(head.predict_proba([p.abstract for p in papers], [p.title for p in papers]), top_k)
         return _json({"results": results, "model": self._model_json})
 
     @bentoml.api(route="/drift", input_spec=drift_request_schema())
@@ -239,13 +279,20 @@ class PaperTrack:
 
     @bentoml.api(route="/explain", input_spec=explain_api.ExplainRequest, output_spec=explain_api.ExplainResponse)
     async def explain(
-        self, abstract: str, title: str | None = None, top_k: int = 3, terms: int = 10, neighbors: int = 5
+        self,
+        abstract: str,
+        title: str | None = None,
+        top_k: int = 3,
+        terms: int = 10,
+        neighbors: int = 5,
+        taxonomy: str | None = None,
     ):
         """The ranked tracks, the terms that pushed each of them up, and the most similar labeled papers."""
-        if top_k > self.n_labels:
-            return self._top_k_error(top_k)
+        head = self._head(taxonomy, top_k)
+        if isinstance(head, Response):
+            return head
         result = await explain_api.explain_async(
-            self.predictor, self.explain_pool, abstract, title, top_k, n_terms=terms, n_neighbors=neighbors
+            head, self.explain_pool, abstract, title, top_k, n_terms=terms, n_neighbors=neighbors
         )
         result["model"] = self._model_json
         return _json(result)
@@ -258,13 +305,6 @@ class PaperTrack:
     )
     def metadata(self) -> schemas.MetadataResponse:
         return self._metadata
-
-    def _top_k_error(self, top_k: int) -> Response:
-        message = f"top_k must be between 1 and {self.n_labels} (the number of labels), got {top_k}"
-        detail = [{"type": "less_than_equal", "loc": ["top_k"], "msg": message}]
-        return Response(
-            error_body(f"invalid request: {message}", detail), status_code=400, media_type="application/json"
-        )
 
 
 def _api_routes() -> list[str]:

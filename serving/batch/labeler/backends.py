@@ -49,16 +49,19 @@ class LocalBackend:
 
     forkable = True  # a forked worker can label with it (the HTTP backend's client and threads cannot)
 
-    def __init__(self, model_uri: str):
+    def __init__(self, model_uri: str, taxonomy: str | None = None):
         from papertrack.serving.model_loader import load_model
 
-        self.predictor = load_model(model_uri, error=ModelMissing).predictor
+        loaded = load_model(model_uri, error=ModelMissing).predictor
+        self.predictor = loaded.head(taxonomy)  # UnknownTaxonomy (a UsageError) lists the known ones
+        self.taxonomy = self.predictor.taxonomy
         self.labels = frozenset(self.predictor.space.labels)
         self.n_labels = self.predictor.space.n_labels
         card = self.predictor.card
-        # what a resumed run must still use: the same trained model (rows do not depend on local vs --url)
-        self.identity = card.identity()
-        self.description = f"{model_uri} ({card.short()})"
+        # what a resumed run must still use: the same trained model and taxonomy (rows do not depend on local vs
+        # --url)
+        self.identity = {**card.identity(), **({"taxonomy": self.taxonomy} if self.taxonomy else {})}
+        self.description = f"{model_uri} ({card.short()}" + (f"; {self.taxonomy}" if self.taxonomy else "") + ")"
 
     def label(self, records: Sequence[Record], k: int) -> list[Answer | str]:
         answers: list[Answer | str | None] = [over_limits(r) for r in records]
@@ -76,7 +79,15 @@ class LocalBackend:
 class HttpBackend:
     """A running papertrack service: ``POST /predict_batch`` in requests of at most ``batch`` papers."""
 
-    def __init__(self, url: str, batch: int = 500, timeout: float = 120.0, retries: int = 3, in_flight: int = 2):
+    def __init__(
+        self,
+        url: str,
+        batch: int = 500,
+        timeout: float = 120.0,
+        retries: int = 3,
+        in_flight: int = 2,
+        taxonomy: str | None = None,
+    ):
         from concurrent.futures import ThreadPoolExecutor
 
         import httpx
@@ -97,11 +108,31 @@ class HttpBackend:
         meta = response.json()
         self.labels = frozenset(meta["labels"])
         self.n_labels = int(meta["n_labels"])
+        self.taxonomy = meta.get("default_taxonomy") or ""
+        if taxonomy is not None:
+            from papertrack.models.artifact import UnknownTaxonomy
+
+            known = meta.get("taxonomies") or {}
+            key = " ".join(taxonomy.split()).casefold()
+            match = next(
+                (
+                    name
+                    for name, info in known.items()
+                    if key in {name.casefold(), *(s.casefold() for s in info.get("sources", []))}
+                ),
+                None,
+            )
+            if match is None:
+                raise UnknownTaxonomy(taxonomy, list(known) or ["default"])
+            self.taxonomy = match
+            self.labels = frozenset(known[match]["labels"])
+            self.n_labels = int(known[match]["n_labels"])
         model = meta["model"]
         self.identity = {
             "run_id": model.get("run_id"),
             "data_digest": meta.get("data_digest"),
             "candidate": meta.get("candidate"),
+            **({"taxonomy": self.taxonomy} if self.taxonomy else {}),
         }
         self.description = (
             f"{self.url} (model {model.get('name')} v{model.get('version')}, run {model.get('run_id', '')[:8]})"
@@ -122,7 +153,9 @@ class HttpBackend:
         return answers  # type: ignore[return-value]
 
     def _send(self, records: Sequence[Record], k: int) -> list[Answer | str]:
-        body = {"papers": [{"abstract": r.abstract, "title": r.title} for r in records], "top_k": k}
+        body: dict = {"papers": [{"abstract": r.abstract, "title": r.title} for r in records], "top_k": k}
+        if self.taxonomy:
+            body["taxonomy"] = self.taxonomy
         response = self._post(body)
         if response.status_code == 200:
             return response.json()["results"]

@@ -82,6 +82,7 @@ def label_with_spark(
     model_uri: str,
     *,
     top_k: int = 3,
+    taxonomy: str | None = None,
     fmt: str | None = None,
     options: SparkOptions = DEFAULT_OPTIONS,
     notice: Callable[[str], None] = lambda message: None,
@@ -101,7 +102,7 @@ def label_with_spark(
         # the JVM starts while the driver downloads and checks the model (two processes: the wait overlaps)
         starting = pool.submit(_timed, spark_session, options)
         try:
-            predictor_info = _download_model(model_uri, Path(model_dir))
+            predictor_info = _download_model(model_uri, Path(model_dir), taxonomy)
             if not 1 <= top_k <= predictor_info["n_labels"]:
                 raise LabelError(
                     f"--top-k must be between 1 and {predictor_info['n_labels']} (the number of labels), got {top_k}"
@@ -163,17 +164,23 @@ def _timed(function, *args):
     return function(*args), round(time.perf_counter() - started, 3)
 
 
-def _download_model(model_uri: str, target: Path) -> dict:
-    """Download the pyfunc once (the alias is resolved once) and read what the driver needs from it."""
+def _download_model(model_uri: str, target: Path, taxonomy: str | None = None) -> dict:
+    """Download the pyfunc once (the alias is resolved once) and read what the driver needs from it (in the asked
+    taxonomy: an unknown one is a UsageError listing the known ones)."""
     loaded = load_model(model_uri, error=ModelMissing, download_to=target)
-    predictor, pyfunc = loaded.predictor, loaded.pyfunc
+    predictor, pyfunc = loaded.predictor.head(taxonomy), loaded.pyfunc
     return {
         "path": loaded.path,
         "n_labels": predictor.space.n_labels,
         "labels": frozenset(predictor.space.labels),
         "identity": predictor.card.identity(),
         "json_output": _has_param(pyfunc, "output"),
+        "taxonomy": predictor.taxonomy,
     }
+
+
+def _taxonomy_param(model: dict) -> dict[str, str]:
+    return {"taxonomy": model["taxonomy"]} if model.get("taxonomy") else {}
 
 
 def _has_param(pyfunc, name: str) -> bool:
@@ -222,10 +229,12 @@ def _run(
                 model["path"],
                 env_manager="local",
                 result_type="string",
-                params={"top_k": k, "output": OUTPUT_JSON},
+                params={"top_k": k, "output": OUTPUT_JSON, **_taxonomy_param(model)},
             )
         else:
-            predict = mlflow.pyfunc.spark_udf(spark, model["path"], env_manager="local", params={"top_k": k})
+            predict = mlflow.pyfunc.spark_udf(
+                spark, model["path"], env_manager="local", params={"top_k": k, **_taxonomy_param(model)}
+            )
     step("plan")
     good = items.where(F.col("kind").isNull())
     answered = good.withColumn("prediction", predict("abstract", "title"))

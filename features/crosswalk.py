@@ -1,0 +1,230 @@
+"""Crosswalks: how the track names of one taxonomy map to another's, read from a YAML file.
+
+Venues re-cut their taxonomies (ICML 2025 renamed or re-split about a third of ICML 2024's tracks). A crosswalk
+says, for one target taxonomy, what each older name became, so that older papers teach the new names::
+
+    # papertrack crosswalk
+    from: ICML 2024              # the taxonomy whose names are on the left (documentation; any older source)
+    to: ICML 2025                # the taxonomy the names on the right belong to
+    map:
+      Miscellaneous Aspects of Machine Learning: General Machine Learning    # an AREA: every track under it
+      Applications · Health: Applications · Health / Medicine               # a rename
+      Applications · Physics: Applications · Chemistry, Physics, and Earth Sciences   # two old names, one new: a merge
+      Social Aspects · Fairness, Equity, Justice and Safety:                # a split, with shares summing to 1
+        Social Aspects · Fairness: 0.5
+        Social Aspects · Safety: 0.5
+
+Rules (:meth:`Crosswalk.apply`): a track with an entry of its own maps by it; else a track whose area has an
+area entry ("Old Area: New Area") becomes "New Area · same subarea" (an area-only label becomes the new area);
+else the name is kept as it is. Each mapping is one step (old -> new), so the map cannot chain; a name that is
+both mapped and the target of a mapping back to it is a cycle and refused. Every problem is a
+:class:`CrosswalkError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from papertrack.errors import UsageError
+from papertrack.features.labels import format_label, normalise_label
+
+SHARE_TOLERANCE = 0.01
+SHIPPED_FOLDER = Path(__file__).with_name("crosswalks")  # the crosswalks for the shared data's known changes
+
+
+class CrosswalkError(UsageError):
+    """A crosswalk file that cannot be used; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Crosswalk:
+    """Old names -> the target taxonomy's names, each with its share (1.0 for a rename or merge)."""
+
+    target: str  # the taxonomy the new names belong to ("ICML 2025")
+    source: str  # the taxonomy the old names come from (documentation: applied to every older record)
+    tracks: Mapping[str, tuple[tuple[str, float], ...]]  # canonical old label -> ((new label, share), ...)
+    areas: Mapping[str, str] = field(default_factory=dict)  # old area -> new area
+    path: str = ""
+    lines: Mapping[str, int] = field(default_factory=dict, repr=False)  # old name -> its line in the file
+
+    def apply(self, label: str) -> tuple[tuple[str, float], ...]:
+        """The target names of ``label`` (canonical), with shares summing to 1."""
+        if label in self.tracks:
+            return self.tracks[label]
+        area, subarea = normalise_label(label, warn=False)
+        if area in self.areas:
+            return ((format_label(self.areas[area], subarea), 1.0),)
+        return ((label, 1.0),)
+
+    def targets(self) -> set[str]:
+        """Every new name a track entry names (area renames name no track of their own)."""
+        return {new for pairs in self.tracks.values() for new, _ in pairs}
+
+    def check_names(self, known: Iterable[str]) -> None:
+        """A :class:`CrosswalkError` for an old name (track or area) that no record of the data carries."""
+        labels = set(known)
+        areas = {normalise_label(label, warn=False)[0] for label in labels}
+        for old in self.tracks:
+            if old not in labels:
+                raise CrosswalkError(
+                    f"{self.path}:{self.lines.get(old, 0)}: {old!r} is the label of no training record "
+                    f"(check its spelling; the data has {len(labels):,} labels, e.g. {_closest(old, labels)!r})"
+                )
+        for old in self.areas:
+            if old not in areas:
+                raise CrosswalkError(
+                    f"{self.path}:{self.lines.get(old, 0)}: area {old!r} is the area of no training record "
+                    f"(areas in the data: {', '.join(sorted(areas))})"
+                )
+
+    def describe(self) -> str:
+        splits = sum(len(v) > 1 for v in self.tracks.values())
+        return (
+            f"{Path(self.path).name}: {self.source or 'older names'} -> {self.target} "
+            f"({len(self.tracks)} tracks, {len(self.areas)} areas, {splits} splits)"
+        )
+
+
+def _closest(name: str, labels: set[str]) -> str:
+    import difflib
+
+    found = difflib.get_close_matches(name, sorted(labels), n=1, cutoff=0.0)
+    return found[0] if found else ""
+
+
+def _canonical(text: object, where: str) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise CrosswalkError(f"{where}: a track name must be a non-empty string, got {text!r}")
+    try:
+        return format_label(*normalise_label(text, warn=False))
+    except ValueError as exc:
+        raise CrosswalkError(f"{where}: {text!r}: {exc}") from None
+
+
+def read_crosswalk(path: str | Path) -> Crosswalk:
+    """Read and check one crosswalk file (format: the module doc)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CrosswalkError(f"{path}: cannot read the crosswalk: {exc}") from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise CrosswalkError(f"{path}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(root, yaml.MappingNode):
+        raise CrosswalkError(f"{path}:1: a crosswalk is a mapping with 'from', 'to' and 'map'")
+    top = {key.value: value for key, value in root.value}
+    unknown = sorted(set(top) - {"from", "to", "map"})
+    if unknown:
+        raise CrosswalkError(f"{path}: unknown key(s) {', '.join(unknown)}; a crosswalk has 'from', 'to' and 'map'")
+    to = top.get("to")
+    if not isinstance(to, yaml.ScalarNode) or not str(to.value).strip():
+        raise CrosswalkError(f"{path}: 'to' must name the target taxonomy, e.g. 'to: ICML 2025'")
+    source = top.get("from")
+    mapping = top.get("map")
+    if not isinstance(mapping, yaml.MappingNode) or not mapping.value:
+        line = mapping.start_mark.line + 1 if mapping is not None else 1
+        raise CrosswalkError(f"{path}:{line}: 'map' must be a mapping of old names to new name(s)")
+    tracks: dict[str, tuple[tuple[str, float], ...]] = {}
+    areas: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    for key_node, value_node in mapping.value:
+        line = key_node.start_mark.line + 1
+        where = f"{path}:{line}"
+        old = _canonical(key_node.value, where)
+        if old in lines:
+            raise CrosswalkError(f"{where}: {old!r} is mapped twice (first on line {lines[old]})")
+        lines[old] = line
+        old_area, old_sub = normalise_label(old, warn=False)
+        if isinstance(value_node, yaml.ScalarNode):
+            new = _canonical(value_node.value, where)
+            new_area, new_sub = normalise_label(new, warn=False)
+            if old_sub is None and new_sub is None:
+                areas[old] = new  # an area rename: every track under it
+            else:
+                tracks[old] = ((new, 1.0),)
+        elif isinstance(value_node, yaml.MappingNode):
+            pairs = []
+            for new_node, share_node in value_node.value:
+                at = f"{path}:{new_node.start_mark.line + 1}"
+                new = _canonical(new_node.value, at)
+                try:
+                    share = float(share_node.value)
+                except (TypeError, ValueError):
+                    raise CrosswalkError(
+                        f"{at}: the share of {new!r} must be a number, got {share_node.value!r}"
+                    ) from None
+                if not math.isfinite(share) or not 0 < share <= 1:
+                    raise CrosswalkError(f"{at}: the share of {new!r} must be in (0, 1], got {share_node.value}")
+                pairs.append((new, share))
+            total = sum(share for _, share in pairs)
+            if abs(total - 1.0) > SHARE_TOLERANCE:
+                raise CrosswalkError(
+                    f"{where}: the shares of {old!r} sum to {total:g}, not 1 "
+                    f"({', '.join(f'{n}: {s:g}' for n, s in pairs)})"
+                )
+            tracks[old] = tuple(pairs)
+        else:
+            raise CrosswalkError(f"{where}: {old!r} must map to a name or to a mapping of names to shares")
+    crosswalk = Crosswalk(
+        str(to.value).strip(),
+        str(source.value).strip() if isinstance(source, yaml.ScalarNode) else "",
+        tracks,
+        areas,
+        str(path),
+        lines,
+    )
+    _check_cycles(crosswalk)
+    return crosswalk
+
+
+def _check_cycles(crosswalk: Crosswalk) -> None:
+    """A name mapped to another that maps back to it (directly or through others) is refused."""
+    edges: dict[str, set[str]] = {old: {new for new, _ in pairs} for old, pairs in crosswalk.tracks.items()}
+    for old, new in crosswalk.areas.items():
+        edges.setdefault(old, set()).add(new)
+    for start in edges:
+        stack, seen = [(start, [start])], set()
+        while stack:
+            node, trail = stack.pop()
+            for nxt in edges.get(node, ()):
+                if nxt == start:
+                    raise CrosswalkError(
+                        f"{crosswalk.path}:{crosswalk.lines.get(start, 0)}: the crosswalk has a cycle: "
+                        f"{' -> '.join([*trail, nxt])} (a crosswalk maps old names to new ones, one step)"
+                    )
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, [*trail, nxt]))
+
+
+def shipped_crosswalks() -> list[Path]:
+    """The crosswalks papertrack ships for the shared data's known changes (ICML 2024 -> ICML 2025)."""
+    return sorted(SHIPPED_FOLDER.glob("*.yaml"))
+
+
+def write_crosswalk(path: Path, source: str, target: str, tracks: Mapping[str, Mapping[str, float]], notes=()) -> Path:
+    """Write a crosswalk file :func:`read_crosswalk` reads (``notes``: comment lines put on top)."""
+    lines = ["# papertrack crosswalk: edit it, then pass it to papertrack train --crosswalk FILE", *notes]
+    lines += [f"from: {_yaml_str(source)}", f"to: {_yaml_str(target)}", "map:"]
+    for old, targets in tracks.items():
+        if len(targets) == 1:
+            (new,) = targets
+            lines.append(f"  {_yaml_str(old)}: {_yaml_str(new)}")
+        else:
+            lines.append(f"  {_yaml_str(old)}:")
+            lines += [f"    {_yaml_str(new)}: {share:.2f}" for new, share in targets.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _yaml_str(text: str) -> str:
+    return yaml.safe_dump(text, default_style=None, allow_unicode=True, width=10_000).strip().removesuffix("\n...")
