@@ -324,7 +324,7 @@ def explain(
     proba, row = explainer.proba_and_features(text) if abstract.strip() else (None, None)
     if proba is None:
         proba = predictor.predict_proba([abstract], [title])
-    answer = predictor.rank(proba, top_k)[0]
+    answer = predictor.rank(proba, min(top_k, predictor.space.n_labels))[0]  # a model with fewer labels: all
     label_index = {label: i for i, label in enumerate(predictor.space.labels)}
     labels = [label_index[t["label"]] for t in answer["tracks"]]
     terms = explainer.terms(abstract, text, labels, n_terms, proba[0], title, row)

@@ -47,7 +47,7 @@ LEGACY_METRIC_NAMES = {
     "fit_seconds": "cv_fit_seconds",
 }
 # model-version tags that describe the version; every other tag with a numeric value is a metric
-INFO_TAGS = ("data_digest", "candidate", "run_id", "gate", "data_change")
+INFO_TAGS = ("data_digest", "candidate", "run_id", "gate", "data_change", "n_labels", "taxonomies")
 DECISION_TAG_PREFIX = "champion_rule"  # the champion rule's decision and its numbers (not metrics)
 SETTLE_TIMEOUT = 300.0  # seconds a registration waits for earlier, concurrent ones to set their alias
 IN_FLIGHT_SECONDS = 15 * 60  # an undecided version younger than this (before ours) is still being decided
@@ -157,11 +157,14 @@ def register(
     name: str = MODEL_NAME,
     decision_tags: dict[str, str] | None = None,
     challenge: Callable[[Any], tuple[bool, str] | None] | None = None,
+    refuse: Callable[[Any], list[str]] | None = None,
+    info: dict[str, str] | None = None,
 ) -> Decision:
     """Register the model version and give it the champion or challenger alias. ``decision_tags``
     (keys starting with ``champion_rule``) record why this candidate won its sweep. ``challenge(champion)``,
     when given, decides against the current champion first (training's cost rule); when it returns None,
-    :func:`gate` decides.
+    :func:`gate` decides. ``refuse(champion)``, when given, lists why the model must not be promoted whatever the
+    comparison says (training's sanity checks); ``info``: more descriptive tags (e.g. ``n_labels``).
 
     Concurrent ``train`` runs against one store (a team tracking server) are decided one after the other,
     in the order of their version numbers (the store hands those out atomically): the gate compares with
@@ -175,6 +178,7 @@ def register(
         "data_digest": digest,
         "candidate": candidate,
         "run_id": run_id,
+        **(info or {}),
         **{k: f"{v:.6f}" for k, v in metrics.items()},
     }
     for key, value in (decision_tags or {}).items():
@@ -185,8 +189,11 @@ def register(
         c.set_model_version_tag(name, version.version, key, value)
     waited = _wait_for_earlier(c, name, version)
     champion = current_champion(name)  # re-read now, just before setting the alias
+    problems = refuse(champion) if refuse is not None else []
     decided = challenge(champion) if challenge is not None and champion is not None else None
     promote, reason = decided if decided is not None else gate(metrics, digest, champion)
+    if problems:
+        promote, reason = False, "not promoted: " + "; ".join(problems) + f" (otherwise: {reason})"
     if waited:
         reason += f" ({waited})"
     if champion is not None and champion.tags.get("data_digest") != digest:

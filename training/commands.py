@@ -38,6 +38,10 @@ def train(
     crosswalk: Annotated[
         list[Path] | None, typer.Option("--crosswalk", metavar="FILE", help=option_help("crosswalks"))
     ] = None,
+    shift_holdout: Annotated[
+        bool, typer.Option("--shift-holdout", help=option_help("shift_holdout"))
+    ] = DEFAULTS.shift_holdout,
+    force: Annotated[bool, typer.Option("--force", help=option_help("force"))] = DEFAULTS.force,
     no_crosswalks: Annotated[
         bool, typer.Option("--no-crosswalks", help="No crosswalk, not even the shipped ones: one taxonomy.")
     ] = False,
@@ -59,6 +63,8 @@ def train(
         budget_ms=budget_ms,
         renames=rename or (),
         crosswalks=() if no_crosswalks else (crosswalk or None),
+        shift_holdout=shift_holdout,
+        force=force,
         jobs=jobs,
     )
     result = run_sweep(config, console=console)
@@ -109,12 +115,18 @@ def runs(
         return
     later = board["temporal_label_top3"].notna().any()
     shift = board["shift_label_top3"].notna().any()
+    per_taxonomy = {
+        f"{c.split('.', 1)[1]} {'known' if c.startswith('known') else 'next-yr'} top3": c
+        for c in board.columns
+        if c.startswith(("temporal_label_top3.", "known_label_top3.")) and board[c].notna().any()
+    }
     columns = {
         **(
             {"next-yr top3": "temporal_label_top3", "top1": "temporal_label_top1", "area": "temporal_area_top1"}
             if later
             else {}
         ),
+        **per_taxonomy,
         "CV top3": "cv_label_top3",
         **({"shift top3": "shift_label_top3"} if shift else {}),
         "ms": "predict_ms_per_abstract",
@@ -130,8 +142,14 @@ def runs(
     def cell(value, spec: str = ".3f") -> str:
         return "-" if value is None or value != value else format(value, spec)
 
+    previous_digest = None
     for row in board.to_dict("records"):
         values = [cell(row[k], ".2f" if k == "predict_ms_per_abstract" else ".3f") for k in columns.values()]
+        if all_sweeps and row.get("data_digest") != previous_digest:
+            if previous_digest is not None:
+                table.add_section()
+            previous_digest = row.get("data_digest")
+            table.add_row("", f"[dim]data {str(previous_digest or '-')[:8]}: ranked within this data only[/]")
         table.add_row(
             "*" if row["champion"] else "",
             row["candidate"],
@@ -152,5 +170,8 @@ def runs(
 
 
 def add_commands(app: typer.Typer) -> None:
+    from papertrack.training import taxonomy_commands
+
     app.command()(train)
     app.command()(runs)
+    taxonomy_commands.add_commands(app)

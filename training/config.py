@@ -64,6 +64,20 @@ class SweepConfig:
             "map of renamed tracks, e.g. 2024's 'Applications · Genetics, Cell Biology, etc')."
         ),
     )
+    shift_holdout: bool = field(
+        default=False,
+        metadata=_help(
+            "Also score the cross-venue shift holdout when there is a temporal one (informational: the temporal "
+            "holdout chooses; costs about half the sweep's fits)."
+        ),
+    )
+    force: bool = field(
+        default=False,
+        metadata=_help(
+            "Let the winner become champion although it knows far fewer labels than the champion (the other "
+            "promotion checks still apply)."
+        ),
+    )
     crosswalks: Sequence[Path] | None = field(
         default=None,
         metadata=_help(

@@ -78,6 +78,14 @@ def leaderboard(latest_sweep_only: bool = True, limit: int = 50, sweep: str | No
             "data_digest": runs.get("params.data_digest"),
         }
     )
+    # every taxonomy's figures side by side (temporal_<m>.<taxonomy>, known_<m>.<taxonomy>), after the fixed ones
+    per_taxonomy = sorted(
+        c.removeprefix("metrics.")
+        for c in runs.columns
+        if c.startswith(("metrics.temporal_label_top3.", "metrics.known_label_top3.", "metrics.temporal_area_top1."))
+    )
+    for column in per_taxonomy:
+        table[column] = runs[f"metrics.{column}"]
     for column in COLUMNS:
         values = runs.get(f"metrics.{column}")
         legacy = runs.get(f"metrics.{LEGACY[column]}") if column in LEGACY else None
@@ -88,5 +96,10 @@ def leaderboard(latest_sweep_only: bool = True, limit: int = 50, sweep: str | No
         rank_key({k: v for k, v in row.items() if v == v and v is not None})
         for row in table[list(COLUMNS)].to_dict("records")
     ]
-    table = table.iloc[sorted(range(len(table)), key=lambda i: keys[i], reverse=True)]
+    # runs trained on different data are not ranked as like: grouped by data digest (the latest sweep's data
+    # first), best first within each group
+    recency = {digest: i for i, digest in enumerate(dict.fromkeys(table["data_digest"].fillna("").tolist()))}
+    digests = table["data_digest"].fillna("").tolist()
+    order = sorted(range(len(table)), key=lambda i: (-recency[digests[i]], keys[i]), reverse=True)
+    table = table.iloc[order]
     return table.head(limit).reset_index(drop=True)

@@ -315,6 +315,39 @@ def choose(results: Sequence[CandidateResult]) -> ChampionChoice:
     return choose_champion([contender(r, results) for r in results], primary)
 
 
+def rescore_champion(
+    champion,
+    results: Sequence[CandidateResult],
+    data: TrainingSet,
+    holdouts: Holdouts,
+    config: SweepConfig,
+    heads: Sequence[taxonomies.Head] = (),
+    listener: Listener | None = None,
+) -> Contender | None:
+    """The registered ``champion``'s recipe (its candidate, by name) scored on this sweep's holdouts: its result in
+    ``results``, else evaluated now (with ``listener`` hearing of it); None when this papertrack does not know the
+    candidate."""
+    import dataclasses
+
+    from papertrack.errors import UsageError
+    from papertrack.training.planning import plan_candidates
+
+    name = champion.tags.get("candidate")
+    pool = list(results)
+    found = next((r for r in results if r.candidate.name == name), None)
+    if found is None:
+        try:
+            plan = plan_candidates([name]) if name else None
+        except UsageError:
+            return None
+        if plan is None:
+            return None
+        extra = evaluate_all(plan.candidates, data, holdouts, config, listener, heads)
+        found = next(r for r in extra if r.candidate.name == name)
+        pool += extra
+    return dataclasses.replace(contender(found, pool), name=f"{name} (champion v{champion.version}'s recipe)")
+
+
 def contender(result: CandidateResult, among: Sequence[CandidateResult] = ()) -> Contender:
     """A candidate's result as the champion rule sees it (ranked by the metric ``among`` all share)."""
     primary, tiebreak = ranking_metrics(*[r.metrics for r in (among or [result])])

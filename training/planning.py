@@ -112,10 +112,12 @@ def _round_up(ms: float) -> int:
         scale *= 10
 
 
-def plan_holdouts(data: TrainingSet, folds: int) -> Holdouts:
+def plan_holdouts(data: TrainingSet, folds: int, shift_with_temporal: bool = False) -> Holdouts:
     """The temporal holdout when the sources span several years (train on the earlier years, test on
-    the latest); the cross-venue shift holdout among the sources of the earlier years (with one year: of
-    all sources); and the fallback when neither can be made: ``folds``-fold cross-validation."""
+    the latest); the cross-venue shift holdout among the sources of all years when there is no temporal holdout
+    (with one, only when ``shift_with_temporal``: it then chooses nothing and a venue shift is not a time shift;
+    among the earlier years' sources); and the fallback when neither can be made: ``folds``-fold
+    cross-validation."""
     counts = {name: int((data.sources == name).sum()) for name in data.source_names}
     notes: list[Note] = []
     temporal, why_not = temporal_direction(data)
@@ -134,6 +136,15 @@ def plan_holdouts(data: TrainingSet, folds: int) -> Holdouts:
         )
     earlier = temporal.train if temporal is not None else None
     directions = shift_directions(data.sources, earlier)
+    if temporal is not None and directions and not shift_with_temporal:
+        notes.append(
+            Note(
+                "no shift holdout (cross-venue): the temporal holdout chooses, and a venue shift is not a time "
+                "shift; --shift-holdout adds it",
+                "detail",
+            )
+        )
+        directions = []
     small = {
         name: n
         for name, n in counts.items()

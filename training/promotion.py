@@ -1,5 +1,19 @@
 """The champion rule at promotion time: a sweep's winner against the registered champion.
 
+Three things decide, in this order (the decision and its numbers are printed and stored on the version):
+
+1. **Sanity checks** (:func:`sanity_problems`), whatever the champion: a winner below the majority baseline on
+   the yardstick, one that knows far fewer labels than the champion (fewer than :data:`FEW_LABELS` of them;
+   ``train --force`` allows it), or one whose calibration degenerates in any taxonomy (empirical coverage more
+   than :data:`COVERAGE_SLACK` from nominal, ``confident`` unreachable, prediction sets of more than
+   :data:`MAX_SET_SHARE` of the labels on average) is never promoted.
+2. **Data changed** (the champion was trained on other data): its *recipe* — the candidate it was, by name — is
+   re-scored on the new sweep's holdouts (its result in this sweep, or evaluated for the decision when the sweep
+   did not run it), and the champion rule below decides between the two on the same rows. The champion artifact
+   itself is not re-scored: it may have been trained on the new holdout's papers. A champion whose candidate this
+   papertrack does not know cannot be re-scored: the winner is then promoted, and the reason says so.
+3. **Same data**: as below.
+
 Within a sweep, :func:`papertrack.training.champion.choose_champion` keeps a much cheaper candidate when a
 costlier one is within noise of it. Promotion must not undo that: a later ``papertrack train -c COSTLY`` on
 the same data would otherwise replace a cheap champion on a higher point estimate alone. So the winner's
@@ -21,6 +35,74 @@ from papertrack.training.champion import COST_FACTOR, Contender, choose_champion
 
 HITS_ARTIFACT = "selection_hits.json"
 COST_METRIC = "predict_ms_per_abstract"
+FEW_LABELS = 0.5  # a winner knowing fewer than this share of the champion's labels needs --force
+COVERAGE_SLACK = 0.05  # empirical coverage of the prediction sets may be this far from nominal
+MAX_SET_SHARE = 0.5  # mean prediction-set size at most this share of the labels
+
+
+def sanity_problems(
+    metrics: dict[str, float],
+    baseline: dict[str, float],
+    metric: str,
+    heads: dict[str, tuple[object, int]],
+    champion=None,
+    force: bool = False,
+    default_slug: str = "",
+) -> list[str]:
+    """Why the winner must not become champion, whatever the champion is ([] when nothing is wrong).
+
+    ``heads``: taxonomy name -> (its Confidence, its number of labels); ``champion``: the registered version (its
+    ``n_labels`` tag) or None; ``default_slug``: the default taxonomy's metric suffix (the baseline is scored there).
+    """
+    problems = []
+    own = metrics.get(f"{metric}.{default_slug}", metrics.get(metric)) if default_slug else metrics.get(metric)
+    floor = baseline.get(metric)
+    if own is not None and floor is not None and own < floor:
+        problems.append(f"below the majority baseline ({metric} {own:.3f} < {floor:.3f})")
+    n_labels = sum(n for _, n in heads.values())
+    try:
+        champion_labels = int(champion.tags.get("n_labels")) if champion is not None else None
+    except (TypeError, ValueError):
+        champion_labels = None
+    if champion_labels and n_labels < FEW_LABELS * champion_labels and not force:
+        problems.append(
+            f"knows {n_labels} labels, far fewer than champion v{champion.version}'s {champion_labels} "
+            "(train --force promotes it all the same)"
+        )
+    for name, (confidence, labels) in heads.items():
+        if confidence is None:
+            continue
+        where = f" in {name}" if name else ""
+        off = abs(confidence.empirical_coverage - confidence.coverage)
+        if not off <= COVERAGE_SLACK:
+            problems.append(
+                f"prediction sets cover {confidence.empirical_coverage:.3f}{where} (nominal {confidence.coverage:.2f})"
+            )
+        if not confidence.mean_set_size <= MAX_SET_SHARE * labels:
+            problems.append(f"prediction sets hold {confidence.mean_set_size:.1f} of {labels} labels on average{where}")
+        if not confidence.top1_threshold < 1.0:
+            problems.append(f"'confident' is unreachable{where} (no top-1 threshold reaches the target precision)")
+    return problems
+
+
+def rescored_challenge(new: Contender, rescored: Contender | None, champion, metric: str, digest: str):
+    """The decision when the champion was trained on other data: its recipe re-scored on this sweep's holdouts
+    (``rescored``; None when it could not be) against the new winner, by the champion rule."""
+    old_digest = champion.tags.get("data_digest")
+    changed = f"training data changed ({old_digest} -> {digest})"
+    if rescored is None:
+        return True, (
+            f"{changed}; champion v{champion.version}'s candidate {champion.tags.get('candidate', '?')!r} cannot "
+            "be re-scored on the new holdout (unknown to this papertrack): promoted on the sanity checks alone"
+        )
+    choice = choose_champion([new, rescored], metric)
+    promote = choice.winner == new.name
+    numbers = f"{metric} {new.score:.4f} vs {rescored.score:.4f} for champion v{champion.version}'s recipe"
+    verb = "at least as good as" if promote else "worse than"
+    return promote, (
+        f"{changed}; {verb} the champion re-scored on the new holdout ({rescored.name} refit on its training "
+        f"side): {numbers}; {choice.reason}"
+    )
 
 
 def log_hits(run_id: str, contender: Contender, metric: str, digest: str) -> None:

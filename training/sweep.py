@@ -89,7 +89,7 @@ def run_sweep(config: SweepConfig, console: Console | None = None) -> SweepResul
     prepared = pipeline.prepare(config, records)
     report.notes(prepared.notes)
     data = prepared.data
-    holdouts = plan_holdouts(data, config.folds)
+    holdouts = plan_holdouts(data, config.folds, config.shift_holdout)
     report.notes(holdouts.notes)
     uri, experiment = open_store()
     report.store(uri, experiment.name)
@@ -135,6 +135,16 @@ def run_sweep(config: SweepConfig, console: Console | None = None) -> SweepResul
         result.refit_seconds = time.perf_counter() - refit_started
         report.refit(result.refit_seconds)
         if config.register:
-            logger.register(result)
+
+            def rescore(champion):
+                name = champion.tags.get("candidate")
+                if all(r.candidate.name != name for r in results):
+                    report.line(
+                        f"The data changed since champion v{champion.version}: re-scoring its recipe ({name}) on "
+                        "this sweep's holdouts for the promotion gate"
+                    )
+                return pipeline.rescore_champion(champion, results, data, holdouts, config, prepared.heads.heads[1:])
+
+            logger.register(result, refit, rescore, config.force)
     result.wall_seconds = time.perf_counter() - started
     return result

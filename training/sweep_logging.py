@@ -152,11 +152,31 @@ class SweepLogger(Listener):
     def model(self, winner: CandidateResult, refit: Refit, data: TrainingSet) -> str:
         return log_model(winner, refit, data)
 
-    def register(self, result: SweepResult) -> registry.Decision:
-        """Register the refit winner; it becomes champion only past the promotion gate."""
+    def register(self, result: SweepResult, refit: Refit, rescore=None, force: bool = False) -> registry.Decision:
+        """Register the refit winner; it becomes champion only past the promotion gate (training.promotion):
+        ``rescore(champion)`` gives the champion's recipe re-scored on this sweep's holdouts when the data
+        changed (a Contender, or None)."""
         winner, choice = result.winner, result.choice
         mine = contender(winner, result.results)
         promotion.log_hits(winner.run_id, mine, choice.metric, result.data_digest)
+        same_data = promotion.cost_challenge(mine, choice.metric, result.data_digest)
+        heads = {
+            one.predictor.taxonomy: (one.confidence, one.predictor.space.n_labels)
+            for one in [refit, *refit.heads.values()]
+        }
+        default_slug = taxonomy_slug(refit.predictor.taxonomy) if refit.heads else ""
+
+        def challenge(champion):
+            if champion.tags.get("data_digest") == result.data_digest:
+                return same_data(champion)
+            rescored = rescore(champion) if rescore is not None else None
+            return promotion.rescored_challenge(mine, rescored, champion, choice.metric, result.data_digest)
+
+        def refuse(champion):
+            return promotion.sanity_problems(
+                winner.metrics, result.baseline, choice.metric, heads, champion, force, default_slug
+            )
+
         decision = registry.register(
             result.model_uri,
             winner.run_id,
@@ -164,7 +184,12 @@ class SweepLogger(Listener):
             result.data_digest,
             winner.candidate.name,
             decision_tags=choice.tags(),
-            challenge=promotion.cost_challenge(mine, choice.metric, result.data_digest),
+            challenge=challenge,
+            refuse=refuse,
+            info={
+                "n_labels": str(sum(n for _, n in heads.values())),
+                "taxonomies": ", ".join(name for name in heads if name)[:250],
+            },
         )
         result.decision = decision
         mlflow.set_tag("registered_version", decision.version)

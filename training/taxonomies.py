@@ -127,6 +127,12 @@ def build(
         heads.append(head)
         notes += head_notes
     if len(heads) > 1:
+        # the sweep's data digest covers every taxonomy's training set (the default one's alone would not change
+        # when only another taxonomy's papers do)
+        import hashlib
+
+        combined = "\n".join(f"{h.name}\t{h.data.digest}" for h in heads)
+        heads[0].data.digest = hashlib.sha256(combined.encode("utf-8")).hexdigest()[:16]
         notes.insert(
             0,
             Note(

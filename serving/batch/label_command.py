@@ -183,9 +183,7 @@ def label(
         raise typer.Exit(3)
 
 
-def _run_labeler(
-    dumps, output, model, url, *, top_k, taxonomy, fmt, errors, resume, chunk_size, workers, progress
-):
+def _run_labeler(dumps, output, model, url, *, top_k, taxonomy, fmt, errors, resume, chunk_size, workers, progress):
     """The local engine's run (the model here, or a service with --url), with its progress bar:
     (LabelResult, backend)."""
     from papertrack.features.ingest import IngestError

@@ -110,6 +110,18 @@ async function loadModel() {
     const m = meta.model;
     $("model-info").textContent = `model ${m.name} v${m.version} · ${meta.candidate || "?"} · ` +
       `${meta.n_labels} tracks in ${meta.areas.length} areas`;
+    // the taxonomies the model answers in (the default first); a model without any: one "default" entry
+    const select = $("taxonomy");
+    const names = Object.keys(meta.taxonomies || {});
+    select.replaceChildren();
+    for (const name of names.length ? names : ["default"]) {
+      const option = document.createElement("option");
+      option.value = names.length ? name : "";
+      option.textContent = name === meta.default_taxonomy ? `${name} (default)` : name;
+      option.selected = name === meta.default_taxonomy;
+      select.append(option);
+    }
+    select.disabled = names.length < 2;
   } catch (err) {
     $("model-info").textContent = `model information unavailable: ${err.message}`;
   }
@@ -124,6 +136,7 @@ async function classify(event) {
   const button = $("classify");
   const title = $("title").value.trim();
   const payload = { abstract: $("abstract").value, title: title || null, top_k: Number($("top-k").value) };
+  if ($("taxonomy").value) payload.taxonomy = $("taxonomy").value;
   showError("paper-error", "");
   button.disabled = true;
   $("paper-status").textContent = "classifying…";
@@ -313,6 +326,7 @@ function csvRows(papers, results, source) {
 
 async function labelChunk(chunk) {
   const body = { papers: chunk.map((p) => ({ abstract: p.abstract, title: p.title })), top_k: DUMP_TOP_K };
+  if ($("taxonomy").value) body.taxonomy = $("taxonomy").value;
   try {
     return (await postJson("/predict_batch", body)).results;
   } catch (err) {

@@ -1,0 +1,77 @@
+"""``papertrack taxonomies``: the taxonomies a model answers in — labels, training records per label, sources."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from papertrack import settings
+from papertrack.console import console
+
+
+def describe(predictor) -> list[dict]:
+    """Per taxonomy of ``predictor`` (the default first): its name, sources, labels with their training records
+    (rows of its training set: its own papers and older ones mapped through a crosswalk), areas, calibration."""
+    out = []
+    for i, head in enumerate(predictor.taxonomies):
+        profile = head.training_profile
+        counts = [int(c) for c in profile.label_counts] if profile is not None else [None] * head.space.n_labels
+        confidence = head.confidence
+        out.append(
+            {
+                "name": head.taxonomy or "default",
+                "default": i == 0,
+                "sources": list(head.sources),
+                "n_labels": head.space.n_labels,
+                "areas": list(head.space.areas),
+                "labels": [{"label": label, "records": n} for label, n in zip(head.space.labels, counts)],
+                "training_records": sum(c for c in counts if c is not None) if profile is not None else None,
+                "coverage": None if confidence is None else round(float(confidence.empirical_coverage), 4),
+                "mean_set_size": None if confidence is None else round(float(confidence.mean_set_size), 2),
+            }
+        )
+    return out
+
+
+def taxonomies(
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="MLflow model URI.")
+    ] = f"models:/{settings.MODEL_NAME}@{settings.CHAMPION}",
+    labels: Annotated[bool, typer.Option("--labels", help="List every label with its training records.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """The taxonomies the model answers in (--taxonomy of label/suggest, "taxonomy" of the HTTP requests)."""
+    from papertrack.serving.model_loader import load_model
+
+    found = describe(load_model(model).predictor)
+    if as_json:
+        console.print_json(json.dumps(found, ensure_ascii=False))
+        return
+    table = Table(title=f"Taxonomies of {model}")
+    for column in ("taxonomy", "labels", "areas", "training rows", "sources", "set coverage / size"):
+        table.add_column(column, overflow="fold")
+    for t in found:
+        table.add_row(
+            t["name"] + (" (default)" if t["default"] else ""),
+            f"{t['n_labels']}",
+            f"{len(t['areas'])}",
+            f"{t['training_records']:,}" if t["training_records"] is not None else "?",
+            ", ".join(t["sources"]) or "-",
+            f"{t['coverage']:.3f} / {t['mean_set_size']:.1f}" if t["coverage"] is not None else "-",
+        )
+    console.print(table)
+    if labels:
+        for t in found:
+            listing = Table(title=f"{t['name']}: labels (training rows)")
+            listing.add_column("label", overflow="fold")
+            listing.add_column("rows", justify="right")
+            for item in sorted(t["labels"], key=lambda x: -(x["records"] or 0)):
+                listing.add_row(item["label"], "?" if item["records"] is None else f"{item['records']:,}")
+            console.print(listing)
+
+
+def add_commands(app: typer.Typer) -> None:
+    app.command()(taxonomies)
