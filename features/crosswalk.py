@@ -188,7 +188,9 @@ def read_crosswalk(path: str | Path) -> Crosswalk:
 
 def _check_cycles(crosswalk: Crosswalk) -> None:
     """A name mapped to another that maps back to it (directly or through others) is refused."""
-    edges: dict[str, set[str]] = {old: {new for new, _ in pairs} for old, pairs in crosswalk.tracks.items()}
+    edges: dict[str, set[str]] = {
+        old: {new for new, _ in pairs if new != old} for old, pairs in crosswalk.tracks.items()
+    }  # a name mapped to itself is no cycle
     for old, new in crosswalk.areas.items():
         edges.setdefault(old, set()).add(new)
     for start in edges:

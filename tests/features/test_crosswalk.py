@@ -1,0 +1,98 @@
+"""Crosswalk files: the shipped one, the mapping rules, and every bad file named with its line."""
+
+from __future__ import annotations
+
+import pytest
+
+from papertrack.features.crosswalk import CrosswalkError, read_crosswalk, shipped_crosswalks, write_crosswalk
+
+
+def _write(tmp_path, text: str):
+    path = tmp_path / "cw.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_the_shipped_crosswalk_maps_the_known_icml_2025_changes():
+    (path,) = shipped_crosswalks()
+    cw = read_crosswalk(path)
+    assert (cw.source, cw.target) == ("ICML 2024", "ICML 2025")
+    # an area rename reaches every track under it, the area-only label included
+    assert cw.apply("Miscellaneous Aspects of Machine Learning · Causality") == (
+        ("General Machine Learning · Causality", 1.0),
+    )
+    assert cw.apply("Miscellaneous Aspects of Machine Learning") == (("General Machine Learning", 1.0),)
+    # a track entry wins over its area's rename
+    assert cw.apply("Miscellaneous Aspects of Machine Learning · General Machine Learning Techniques") == (
+        ("General Machine Learning · Everything Else", 1.0),
+    )
+    # a merge: two old names, one new
+    merged = "Applications · Chemistry, Physics, and Earth Sciences"
+    assert cw.apply("Applications · Physics") == ((merged, 1.0),)
+    assert cw.apply("Applications · Chemistry and Drug Discovery") == ((merged, 1.0),)
+    # a split, with its shares
+    split = dict(cw.apply("Social Aspects · Trustworthy Machine Learning"))
+    assert set(split) == {f"Social Aspects · {s}" for s in ("Safety", "Security", "Alignment", "Robustness")}
+    assert sum(split.values()) == pytest.approx(1.0)
+    # an unchanged name maps to itself
+    assert cw.apply("Deep Learning · Large Language Models") == (("Deep Learning · Large Language Models", 1.0),)
+
+
+def test_a_label_no_record_has_is_named_with_its_line(tmp_path):
+    cw = read_crosswalk(
+        _write(tmp_path, "from: A 2024\nto: B 2025\nmap:\n  Theory · Learning Theory: Theory · Everything Else\n")
+    )
+    with pytest.raises(CrosswalkError, match=r"cw\.yaml:4: 'Theory · Learning Theory' is the label of no"):
+        cw.check_names({"Theory · Game Theory"})
+    cw.check_names({"Theory · Learning Theory"})  # present: no error
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "to: B\nmap:\n  Theory · X:\n    Theory · Y: 0.5\n    Theory · Z: 0.4\n",
+            r"cw\.yaml:3: the shares of 'Theory · X' sum to 0\.9, not 1",
+        ),
+        (
+            "to: B\nmap:\n  Theory · X:\n    Theory · Y: many\n",
+            r"cw\.yaml:4: the share of 'Theory · Y' must be a number",
+        ),
+        ("to: B\nmap:\n  Theory · X:\n    Theory · Y: 1.5\n", r"cw\.yaml:4: the share of 'Theory · Y' must be in"),
+        ("to: B\nmap:\n  Theory · X: Theory · Y\n  Theory · Y: Theory · X\n", r"cw\.yaml:3: the crosswalk has a cycle"),
+        (
+            "to: B\nmap:\n  Theory · Learning Theory: Theory · Y\n  theory · learning theory: Theory · Z\n",
+            r"cw\.yaml:4: 'Theory · Learning Theory' is mapped twice \(first on line 3\)",
+        ),
+        ("map:\n  Theory · X: Theory · Y\n", r"'to' must name the target taxonomy"),
+        ("to: B\nmap: [1, 2]\n", r"cw\.yaml:2: 'map' must be a mapping"),
+        ("to: B\nmapping: {}\n", r"unknown key\(s\) mapping"),
+        ("to: B\nmap:\n  Theory · X: [a\n", r"cw\.yaml:\d+: not valid YAML"),
+        ("to: B\nmap:\n  Theory · X: ''\n", r"cw\.yaml:3: a track name must be a non-empty string"),
+    ],
+)
+def test_bad_crosswalks_are_refused_naming_the_file_and_line(tmp_path, text, message):
+    with pytest.raises(CrosswalkError, match=message):
+        read_crosswalk(_write(tmp_path, text))
+
+
+def test_a_written_crosswalk_reads_back(tmp_path):
+    path = write_crosswalk(
+        tmp_path / "out.yaml",
+        "ICML 2024",
+        "ICML 2025",
+        {
+            "Applications · Physics": {"Applications · Chemistry, Physics, and Earth Sciences": 1.0},
+            "Social Aspects · Trustworthy Machine Learning": {
+                "Social Aspects · Safety": 0.6,
+                "Social Aspects · Security": 0.4,
+            },
+        },
+        notes=["# no analog: Position · Methodology"],
+    )
+    cw = read_crosswalk(path)
+    assert cw.target == "ICML 2025"
+    assert dict(cw.apply("Social Aspects · Trustworthy Machine Learning")) == {
+        "Social Aspects · Safety": 0.6,
+        "Social Aspects · Security": 0.4,
+    }
