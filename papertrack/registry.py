@@ -192,8 +192,10 @@ def register(
     problems = refuse(champion) if refuse is not None else []
     decided = challenge(champion) if challenge is not None and champion is not None else None
     promote, reason = decided if decided is not None else gate(metrics, digest, champion)
-    if problems:
+    if problems and champion is not None:
         promote, reason = False, "not promoted: " + "; ".join(problems) + f" (otherwise: {reason})"
+    elif problems:  # nothing better to serve: the first model is champion, its problems said
+        reason += " — but check it: " + "; ".join(problems)
     if waited:
         reason += f" ({waited})"
     if champion is not None and champion.tags.get("data_digest") != digest:

@@ -251,6 +251,11 @@ def runs_view(result: SweepResult) -> dict:
     first by the champion rule's metric, with the metric columns papertrack ranks by (the UI shows none by
     default)."""
     metrics = [m for m in RUNS_VIEW_METRICS if any(m in r.metrics for r in result.results)]
+    # each taxonomy's next-year and new-names-known top-3, after the pooled one
+    per_taxonomy = sorted(
+        {k for r in result.results for k in r.metrics if k.startswith(("temporal_label_top3.", "known_label_top3."))}
+    )
+    metrics[1:1] = per_taxonomy
     columns = ["attributes.`Models`", *(f"metrics.`{m}`" for m in metrics)]
     return {
         "searchFilter": (

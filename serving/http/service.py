@@ -223,9 +223,10 @@ class PaperTrack:
         taxonomy: str | None = None,
     ):
         """Ranked tracks (top_k) and every area, for one abstract, in the asked taxonomy's names."""
-        head = self._head(taxonomy, top_k)
-        if isinstance(head, Response):
-            return head
+        checked = self._head(taxonomy, top_k)
+        if isinstance(checked, Response):
+            return checked
+        head, top_k = checked
         if self.inference_pool is None:
             return self._predict_one(head, abstract, title, top_k)
         return await asyncio.get_running_loop().run_in_executor(
@@ -238,20 +239,23 @@ class PaperTrack:
         return _json(result)
 
     def _head(self, taxonomy: str | None, top_k: int):
-        """The predictor of the asked taxonomy with ``top_k`` checked (models/request.py), or the 400 to answer."""
+        """(the predictor of the asked taxonomy, the top_k to answer with) checked (models/request.py), or the 400
+        to answer. The default top_k (3) is clipped to a taxonomy with fewer labels: a valid small model answers
+        with every label instead of failing."""
         from papertrack.errors import UsageError
         from papertrack.models.artifact import UnknownTaxonomy
         from papertrack.models.request import PredictRequest
 
         try:
-            head, _ = PredictRequest(abstracts=(), top_k=top_k, taxonomy=taxonomy).checked(self.predictor)
+            asked = None if top_k == schemas.DEFAULT_TOP_K else top_k
+            head, k = PredictRequest(abstracts=(), top_k=asked, taxonomy=taxonomy).checked(self.predictor)
         except UsageError as exc:
             field = "taxonomy" if isinstance(exc, UnknownTaxonomy) else "top_k"
             detail = [{"type": "value_error", "loc": [field], "msg": str(exc)}]
             return Response(
                 error_body(f"invalid request: {exc}", detail), status_code=400, media_type="application/json"
             )
-        return head
+        return head, k
 
     @bentoml.api(
         route="/predict_batch", input_spec=schemas.PredictBatchRequest, output_spec=schemas.PredictBatchResponse
@@ -260,9 +264,10 @@ class PaperTrack:
         self, papers: list[schemas.Paper], top_k: int = schemas.DEFAULT_TOP_K, taxonomy: str | None = None
     ):
         """One result per paper, in request order (at most MAX_BATCH papers per request)."""
-        head = self._head(taxonomy, top_k)
-        if isinstance(head, Response):
-            return head
+        checked = self._head(taxonomy, top_k)
+        if isinstance(checked, Response):
+            return checked
+        head, top_k = checked
         results = head.rank(head.predict_proba([p.abstract for p in papers], [p.title for p in papers]), top_k)
         return _json({"results": results, "model": self._model_json})
 
@@ -288,9 +293,10 @@ class PaperTrack:
         taxonomy: str | None = None,
     ):
         """The ranked tracks, the terms that pushed each of them up, and the most similar labeled papers."""
-        head = self._head(taxonomy, top_k)
-        if isinstance(head, Response):
-            return head
+        checked = self._head(taxonomy, top_k)
+        if isinstance(checked, Response):
+            return checked
+        head, top_k = checked
         result = await explain_api.explain_async(
             head, self.explain_pool, abstract, title, top_k, n_terms=terms, n_neighbors=neighbors
         )
