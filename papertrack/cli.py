@@ -23,6 +23,7 @@ from typer.core import TyperArgument, TyperGroup, TyperOption
 from papertrack import settings, tracking_server
 from papertrack.console import err_console
 from papertrack.errors import NoModelError, PapertrackError
+from papertrack.serving import taxonomies_command
 from papertrack.serving.batch import label_command, suggest_command
 from papertrack.serving.http import serve_command
 from papertrack.training import commands as training_commands
@@ -250,6 +251,7 @@ training_commands.add_commands(app)
 serve_command.add_commands(app)
 label_command.add_commands(app)
 suggest_command.add_commands(app)
+taxonomies_command.add_commands(app)
 tracking_server.add_commands(app)
 
 

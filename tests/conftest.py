@@ -259,7 +259,7 @@ class FakeBackend:
     identity = {"run_id": "fake"}
     description = "fake model"
 
-    def __init__(self, model_uri: str = ""):
+    def __init__(self, model_uri: str = "", taxonomy: str | None = None):
         pass
 
     def label(self, records, k):

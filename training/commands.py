@@ -170,8 +170,5 @@ def runs(
 
 
 def add_commands(app: typer.Typer) -> None:
-    from papertrack.training import taxonomy_commands
-
     app.command()(train)
     app.command()(runs)
-    taxonomy_commands.add_commands(app)

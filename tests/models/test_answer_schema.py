@@ -78,6 +78,7 @@ def test_the_mlflow_signature_outputs_are_the_answer_fields():
             ColSpec(Array(area), "areas"),
             ColSpec(Array("string"), "prediction_set", required=False),
             ColSpec("boolean", "confident", required=False),
+            ColSpec("string", "taxonomy", required=False),
         ]
     )
     assert signature().outputs.to_dict() == expected.to_dict()

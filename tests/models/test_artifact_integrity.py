@@ -68,7 +68,7 @@ def test_save_writes_the_predictor_and_a_manifest_with_format_version_and_digest
     assert Path(artifacts["predictor"]) == folder / "predictor.joblib"
     written = json.loads((folder / "papertrack.json").read_text(encoding="utf-8"))
     expected = hashlib.sha256((folder / "predictor.joblib").read_bytes()).hexdigest()
-    assert written == {"format": 2, "papertrack": __version__, "sha256": {"predictor.joblib": expected}}
+    assert written == {"format": 3, "papertrack": __version__, "sha256": {"predictor.joblib": expected}}
     assert manifest.check(folder) == written
 
 
@@ -79,7 +79,7 @@ def test_another_format_is_refused_with_retrain(saved):
     with pytest.raises(IncompatibleArtifact) as caught:
         manifest.check(folder, "models:/papertrack@champion")
     assert str(caught.value) == (
-        "models:/papertrack@champion was written by papertrack 0.0.9 (format 1); this is format 2 — "
+        "models:/papertrack@champion was written by papertrack 0.0.9 (format 1); this is format 3 — "
         "retrain with this version: papertrack train"
     )
 
@@ -88,7 +88,7 @@ def test_an_artifact_without_manifest_is_refused_with_retrain(saved):
     folder, _ = saved
     (folder / "papertrack.json").unlink()
     with pytest.raises(
-        IncompatibleArtifact, match=r"earlier papertrack \(no format version\); this is format 2 — retrain"
+        IncompatibleArtifact, match=r"earlier papertrack \(no format version\); this is format 3 — retrain"
     ):
         manifest.check(folder, "m")
 
@@ -185,7 +185,7 @@ def test_label_with_a_model_of_another_format_is_refused_with_retrain(registered
     result = label(tmp_path)
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert flat(result.output) == (
-        "error: models:/papertrack@champion was written by papertrack 0.0.9 (format 1); this is format 2 — "
+        "error: models:/papertrack@champion was written by papertrack 0.0.9 (format 1); this is format 3 — "
         "retrain with this version: papertrack train"
     )
 
@@ -253,7 +253,7 @@ def test_serve_refuses_a_model_of_another_format(bento, registered, monkeypatch)
     result, handed_over = serve(monkeypatch)
     assert result.exit_code == 2 and not handed_over
     assert flat(result.output) == (
-        f"error: {model.tag} was written by papertrack 0.0.9 (format 1); this is format 2 — "
+        f"error: {model.tag} was written by papertrack 0.0.9 (format 1); this is format 3 — "
         "retrain with this version: papertrack train"
     )
 

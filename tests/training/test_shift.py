@@ -186,7 +186,7 @@ def test_paired_bootstrap_interval_covers_the_mean_difference():
     assert same == (0.0, 0.0, 0.0)
 
 
-def test_default_data_is_the_three_labeled_sources_and_a_missing_one_is_a_clear_error(tmp_path, monkeypatch):
+def test_default_data_is_the_four_labeled_sources_and_a_missing_one_is_a_clear_error(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from papertrack.cli import app
@@ -197,6 +197,7 @@ def test_default_data_is_the_three_labeled_sources_and_a_missing_one_is_a_clear_
         tmp_path / "iclr2024_topics.jsonl",
         tmp_path / "icml2024_topics.jsonl",
         tmp_path / "iclr2025_dev_topics.jsonl",
+        tmp_path / "icml2025_dev_topics.jsonl",
     ]
     (tmp_path / "icml2024_topics.jsonl").unlink()
     with pytest.raises(UsageError, match="icml2024_topics.jsonl is missing.*--data .*iclr2024_topics.jsonl"):
