@@ -18,9 +18,10 @@ Names: a **kept** name is in both taxonomies (no crosswalk entry: an old name wi
 * every novel name with lift >= :data:`MIN_LIFT` (2: its papers are at least twice as likely as an average new
   paper to look like the old name) and at least :data:`MIN_TOP1` paper whose top-1 answer is the old name;
 * none when neither finds one: the old name is **unmapped** (no new papers fell into it) and written as a
-  commented-out suggestion (the name, kept or novel, with the highest lift), because mapping on weaker evidence
-  teaches wrong names; edit it in by hand. Kept names are never targets: the papers of a kept name that look
-  like a vanished one are mostly the model's confusion (its top-1 accuracy on kept names is about 47%).
+  commented-out suggestion (a novel name with its subarea, else the name with the highest lift), because
+  mapping on weaker evidence teaches wrong names; edit it in by hand. Kept names are never targets: the
+  papers of a kept name that look like a vanished one are mostly the model's confusion (its top-1 accuracy on
+  kept names is about 47% on ICML 2024 -> ICML 2025).
 
 A target's share is its part of the old name's probability mass (``shares[n, o] x papers of n``) among the
 targets; a target under :data:`MIN_TARGET_SHARE` is dropped (never the same-subarea one) and the rest
@@ -35,6 +36,11 @@ renormalised, then rounded to hundredths that sum to exactly 1 (largest remainde
   ("Position · ...") whose papers spread over many old names (its top share is low), or a name carved out of a
   kept one ("Deep Learning · Foundation Models" out of "Deep Learning · Large Language Models"), which a
   crosswalk cannot express (an old name that keeps its name maps to itself only).
+
+An entry from an area-only old name to one area-only new name ("Miscellaneous Aspects of Machine Learning:
+General Machine Learning") is read by :func:`~papertrack.features.crosswalk.read_crosswalk` as an **area line**:
+every old track of that area without an entry of its own becomes "new area · same subarea"; the file says so
+beside it and beside each unmapped old name it covers.
 
 HONESTY: the proposal is made from the new taxonomy's own labels; a model trained through it must not be scored
 on a temporal holdout of those same papers (the crosswalk has seen their answers).
@@ -126,6 +132,15 @@ class Proposal:
 
     def relation_count(self, relation: str) -> int:
         return sum(n.relation == relation for n in self.names)
+
+    def area_lines(self) -> dict[str, str]:
+        """Old area -> new area: the entries mapping an area-only name to one area-only name, which a crosswalk
+        file reads as an area rename (every old track of the area with no entry of its own follows it)."""
+        return {
+            e.old: e.targets[0][0]
+            for e in self.mapped
+            if not e.is_split and _subarea(e.old) is None and _subarea(e.targets[0][0]) is None
+        }
 
     @property
     def splits(self) -> int:
@@ -243,11 +258,12 @@ def _entry(
 ) -> Entry:
     column = lift[:, j]
     sub = _subarea(old)
-    by_name = np.array([_subarea(n) == sub for n in new_names]) & novel & (column >= NAME_MIN_LIFT)
+    same_sub = np.array([_subarea(n) == sub for n in new_names]) & novel
+    by_name = same_sub & (column >= NAME_MIN_LIFT)
     chosen = by_name | (novel & (column >= MIN_LIFT) & (counts[:, j] >= MIN_TOP1))
     top1 = int(counts[:, j].sum())
-    if not chosen.any():
-        best = int(np.argmax(column))
+    if not chosen.any():  # the suggestion: a novel name with its subarea when there is one, else the best lift
+        best = int(np.argmax(np.where(same_sub, column, -np.inf))) if same_sub.any() else int(np.argmax(column))
         return Entry(old, int(papers), (), suggestion=new_names[best], suggestion_lift=float(column[best]), top1=top1)
     weights = np.where(chosen, mass[:, j], 0.0)
     weights = weights / weights.sum()
@@ -347,13 +363,17 @@ def render(proposal: Proposal, command: str = "") -> str:
             f"(lift < {MIN_LIFT:g}); unmapped, their papers teach their area."
         )
         lines.append("# The lines below are suggestions (the best lift): move one into 'map' only if it is right.")
+        areas = proposal.area_lines()
         for e in unmapped:
+            area, sub = normalise_label(e.old, warn=False)
+            follows = f"; the area line maps it to {format_label(areas[area], sub)!r}" if area in areas else ""
             lines.append(
                 f"#   {_scalar(e.old)}: {_scalar(e.suggestion)}    # lift {e.suggestion_lift:.1f}, "
-                f"{e.old_papers} old papers"
+                f"{e.old_papers} old papers{follows}"
             )
     lines += [f"from: {_scalar(source)}", f"to: {_scalar(target)}", "map:"]
     by_target = {n.name: n for n in proposal.names}
+    areas = proposal.area_lines()
     for e in proposal.mapped:
         if e.is_split:
             lines.append(f"  # split: {e.old_papers} old papers; {e.top1} new papers' top-1 answer")
@@ -366,6 +386,8 @@ def render(proposal: Proposal, command: str = "") -> str:
                 if e.by_name
                 else f"lift {proposal.lift[proposal.new_names.index(new), proposal.old_names.index(e.old)]:.1f}"
             )
+            if e.old in areas:
+                why += f"; an area line: every {e.old} · X without an entry becomes {new} · X"
             lines.append(f"  {_scalar(e.old)}: {_scalar(new)}    # {by_target[new].relation} ({why})")
     if not proposal.mapped:
         lines.append("  {}")

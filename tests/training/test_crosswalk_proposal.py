@@ -20,7 +20,7 @@ def topic(name: str) -> list[str]:
     return [f"{name}{i}" for i in range(20)]
 
 
-TOPICS = {t: topic(t) for t in ("alpha", "betaone", "betatwo", "gleft", "gright", "delta", "eps", "zeta")}
+TOPICS = {t: topic(t) for t in ("alpha", "betaone", "betatwo", "gleft", "gright", "delta", "eps", "zeta", "theta")}
 
 # old taxonomy (Venue 2024): label -> the topics its papers are drawn from (one topic per paper)
 OLD = {
@@ -31,6 +31,7 @@ OLD = {
     "Delta · Same": ["delta"],  # kept
     "Epsilon · Same": ["eps"],  # kept
     "Zeta · Gone": ["zeta"],  # vanished: no new paper is about it
+    "Theta": ["theta"],  # an area-only name, renamed to the area-only Iota: an area line
 }
 NEW = {
     "Alpha · New": ["alpha"],
@@ -40,6 +41,7 @@ NEW = {
     "Delta · Same": ["delta"],
     "Epsilon · Same": ["eps"],
     "Position · Stuff": ["delta", "eps"],  # new area: its papers look like kept names only
+    "Iota": ["theta"],
 }
 
 
@@ -79,9 +81,11 @@ def relation(proposal: cp.Proposal, name: str) -> str:
 
 def test_each_known_change_is_found(proposal):
     entries = {e.old: e for e in proposal.entries}
-    assert set(entries) == {"Alpha · Old", "Beta · One", "Beta · Two", "Gamma · Wide", "Zeta · Gone"}  # not kept
+    assert set(entries) == {"Alpha · Old", "Beta · One", "Beta · Two", "Gamma · Wide", "Zeta · Gone", "Theta"}
     assert entries["Alpha · Old"].targets == (("Alpha · New", 1.0),)
     assert relation(proposal, "Alpha · New") == cp.RENAME
+    assert entries["Theta"].targets == (("Iota", 1.0),) and entries["Theta"].by_name  # two area-only names
+    assert relation(proposal, "Iota") == cp.RENAME
     assert entries["Beta · One"].targets == (("Beta · Both", 1.0),)
     assert entries["Beta · Two"].targets == (("Beta · Both", 1.0),)
     assert relation(proposal, "Beta · Both") == cp.MERGE
@@ -93,7 +97,7 @@ def test_each_known_change_is_found(proposal):
     assert relation(proposal, "Position · Stuff") == cp.NO_ANALOG
     assert entries["Zeta · Gone"].targets == () and entries["Zeta · Gone"].top1 == 0
     assert proposal.summary() == {
-        "renames": 1,
+        "renames": 2,
         "merges": 1,
         "splits": 1,
         "no_analog": 1,
@@ -107,7 +111,10 @@ def test_the_written_file_reads_back(proposal, tmp_path):
     path.write_text(cp.render(proposal, "papertrack crosswalk --from 'Venue 2024' --to 'Venue 2025'"), "utf-8")
     crosswalk = read_crosswalk(path)
     assert crosswalk.source == "Venue 2024" and crosswalk.target == "Venue 2025"
-    assert {old: dict(pairs) for old, pairs in crosswalk.tracks.items()} == proposal.crosswalk_map()
+    tracks = {old: dict(pairs) for old, pairs in crosswalk.tracks.items()}
+    assert tracks == {old: new for old, new in proposal.crosswalk_map().items() if old != "Theta"}
+    assert crosswalk.areas == {"Theta": "Iota"}  # an area-only name to an area-only name is read as an area line
+    assert crosswalk.apply("Theta · Anything") == (("Iota · Anything", 1.0),)
     assert "Delta · Same" not in crosswalk.tracks and "Zeta · Gone" not in crosswalk.tracks
     text = path.read_text("utf-8")
     header = text.split("\nfrom:")[0]
@@ -149,7 +156,7 @@ def test_a_name_that_is_no_source_is_one_error_line(tmp_path, monkeypatch, recor
     assert result.exit_code == 2, result.output
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith(message), result.output
-    assert "the sources are: Venue 2024 (280), Venue 2025 (210)" in " ".join(result.output.split())
+    assert "the sources are: Venue 2024 (320), Venue 2025 (240)" in " ".join(result.output.split())
     assert "Traceback" not in result.output
     assert not list(tmp_path.glob("crosswalk-*.yaml"))
 
@@ -174,7 +181,7 @@ def test_the_command_writes_the_crosswalk_and_logs_a_run(tmp_path, monkeypatch, 
     crosswalk = read_crosswalk(written)
     assert dict(crosswalk.tracks["Alpha · Old"]) == {"Alpha · New": 1.0}
     output = " ".join(result.output.split())
-    assert "1 renames, 1 merges, 1 splits, 1 new names with no old analog" in output
+    assert "2 renames, 1 merges, 1 splits, 1 new names with no old analog" in output
     runs = mlflow.search_runs(search_all_experiments=True, filter_string="tags.`papertrack.kind` = 'crosswalk'")
     assert len(runs) == 1
     run = runs.iloc[0]
