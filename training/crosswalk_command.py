@@ -18,6 +18,7 @@ from papertrack import settings
 from papertrack.errors import UsageError
 from papertrack.features.ingest import FORMATS
 
+SHORT_HELP = "Propose a crosswalk (old names -> new names) from the papers, to edit for train --crosswalk."
 HELP = (
     "Propose a crosswalk from the papers: fit a model of the --from taxonomy's names on its papers, predict the "
     "--to taxonomy's labeled papers, and write which old names became which new ones (renames, merges, splits; "
@@ -275,4 +276,4 @@ crosswalk.__doc__ = HELP
 
 
 def add_commands(app: typer.Typer) -> None:
-    app.command(help=HELP)(crosswalk)
+    app.command(help=HELP, short_help=SHORT_HELP)(crosswalk)

@@ -16,7 +16,7 @@ Names: a **kept** name is in both taxonomies (no crosswalk entry: an old name wi
   Causality" -> "General Machine Learning · Causality"; two area-only names count as the same) whose papers look
   like it at least as much as average (lift >= :data:`NAME_MIN_LIFT`): the names and the papers agree;
 * every novel name with lift >= :data:`MIN_LIFT` (2: its papers are at least twice as likely as an average new
-  paper to look like the old name) and at least :data:`MIN_TOP1` paper whose top-1 answer is the old name;
+  paper to look like the old name) and at least :data:`MIN_TOP1` papers whose top-1 answer is the old name;
 * none when neither finds one: the old name is **unmapped** (no new papers fell into it) and written as a
   commented-out suggestion (a novel name with its subarea, else the name with the highest lift), because
   mapping on weaker evidence teaches wrong names; edit it in by hand. Kept names are never targets: the
@@ -62,7 +62,7 @@ from papertrack.models.hierarchy import LabelSpace
 CANDIDATE = "tfidf-word-logreg"  # the model of the old taxonomy (models.catalogue)
 MIN_LIFT = 2.0  # a novel name is a target of a vanished old name when its papers look like it this many times more
 NAME_MIN_LIFT = 1.0  # ... or when it has the old name's subarea and its papers look like it at least as average
-MIN_TOP1 = 1  # ... and when at least this many of its papers have the old name as the top-1 answer
+MIN_TOP1 = 2  # ... and when at least this many of its papers have the old name as the top-1 answer
 MIN_TARGET_SHARE = 0.1  # a target with less of the old name's mass is dropped (noise)
 
 SAME, RENAME, MERGE, SPLIT, NO_ANALOG = "same name", "rename", "merge", "split", "no old analog"
@@ -360,7 +360,7 @@ def render(proposal: Proposal, command: str = "") -> str:
         lines.append("#")
         lines.append(
             f"# OLD NAMES NO NEW PAPERS FELL INTO ({len(unmapped)}): no new name's papers look like them "
-            f"(lift < {MIN_LIFT:g}); unmapped, their papers teach their area."
+            f"(lift < {MIN_LIFT:g}); unmapped, their papers teach their area (or follow an area line)."
         )
         lines.append("# The lines below are suggestions (the best lift): move one into 'map' only if it is right.")
         areas = proposal.area_lines()
