@@ -92,6 +92,12 @@ def crosswalk(
     old = [r for r in records if source_of(r) in sources]
     new = [r for r in records if source_of(r) == target]
     status(f"{summary.kept:,} labeled papers ({listing}); old: {len(old):,}, new: {len(new):,}")
+    old_names = {cp.canonical(r.label) for r in old if r.label}
+    if len(old_names) < 2:
+        raise UsageError(
+            f"the --from papers carry {len(old_names)} name(s) ({', '.join(sorted(old_names))}); a model of the "
+            "old taxonomy needs at least 2"
+        )
     with err_console.status("fitting") as spinner:
         proposal = cp.propose(
             [r.abstract for r in old],
@@ -106,9 +112,17 @@ def crosswalk(
     command = "papertrack crosswalk " + " ".join(
         [*(f"--from {shlex.quote(s)}" for s in sources), f"--to {shlex.quote(target)}"]
     )
+    console.print(proposal_table(proposal))
+    if not proposal.mapped:
+        why = (
+            f"no new name looks like the {len(proposal.entries)} old name(s) that vanished"
+            if proposal.entries
+            else "every old name is kept"
+        )
+        say(f"Nothing to map: {why}; no crosswalk written (a crosswalk needs an entry).")
+        raise typer.Exit(1)
     text = cp.render(proposal, command)
     write_text(out, text)
-    console.print(proposal_table(proposal))
     s = proposal.summary()
     say(
         f"{s['renames']} renames, {s['merges']} merges, {s['splits']} splits, {s['no_analog']} new names with no "
@@ -270,9 +284,6 @@ def heatmap(proposal):
     )
     fig.colorbar(image, ax=ax, fraction=0.02, label="mean probability share")
     return fig
-
-
-crosswalk.__doc__ = HELP
 
 
 def add_commands(app: typer.Typer) -> None:

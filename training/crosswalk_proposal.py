@@ -340,6 +340,7 @@ def render(proposal: Proposal, command: str = "") -> str:
         f"# (shares: its probability mass among them; thresholds: lift >= {MIN_LIFT:g}, same subarea lift >= "
         f"{NAME_MIN_LIFT:g}, share >= {MIN_TARGET_SHARE:g}).",
         "# HONESTY: " + HONESTY_NOTE.format(target=target) + ".",
+        "# Beside each entry: the new name's relation (rename, merge, split) and the evidence (lift, or same subarea).",
     ]
     s = proposal.summary()
     lines.append(

@@ -171,6 +171,24 @@ def test_an_existing_output_needs_force_and_an_input_is_never_written(tmp_path, 
     assert result.exit_code == 2 and "is one of the inputs" in result.output
 
 
+def test_an_unchanged_taxonomy_writes_no_crosswalk(tmp_path, monkeypatch):
+    same = {label: topics for label, topics in OLD.items() if label in ("Delta · Same", "Epsilon · Same")}
+    rng = random.Random(3)
+    records = corpus(same, 20, "Venue", 2024, rng) + corpus(same, 10, "Venue", 2025, rng)
+    result = invoke(tmp_path, monkeypatch, records, "--from", "Venue 2024", "--to", "Venue 2025", "--no-log")
+    assert result.exit_code == 1, result.output
+    assert "Nothing to map: every old name is kept; no crosswalk written" in " ".join(result.output.split())
+    assert not list(tmp_path.glob("crosswalk-*.yaml"))
+
+
+def test_one_old_name_is_a_usage_error(tmp_path, monkeypatch):
+    rng = random.Random(3)
+    records = corpus({"Delta · Same": ["delta"]}, 10, "Venue", 2024, rng) + corpus(NEW, 5, "Venue", 2025, rng)
+    result = invoke(tmp_path, monkeypatch, records, "--from", "Venue 2024", "--to", "Venue 2025", "--no-log")
+    assert result.exit_code == 2, result.output
+    assert "error: the --from papers carry 1 name(s) (Delta · Same)" in " ".join(result.output.split())
+
+
 @pytest.mark.slow  # fits a model and logs an MLflow run (a few seconds)
 def test_the_command_writes_the_crosswalk_and_logs_a_run(tmp_path, monkeypatch, records):
     import mlflow
