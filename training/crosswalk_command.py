@@ -63,7 +63,6 @@ def crosswalk(
     ] = True,
 ) -> None:
     from papertrack.console import console, err_console
-    from papertrack.serving.command_output import say, status
     from papertrack.training import crosswalk_proposal as cp
     from papertrack.training.data import default_data_paths, source_of
     from papertrack.training.dataset import load_dataset
@@ -138,15 +137,35 @@ def crosswalk(
 
 def check_output(path: Path, inputs: list[Path], force: bool) -> None:
     """UsageError when writing ``path`` would replace an input, or an existing file without ``force``."""
-    from papertrack.serving.batch.labeler.outputs import same_file
-
     if path.is_dir():
         raise UsageError(f"-o {path} is a folder; name a file in it, e.g. {path / 'crosswalk.yaml'}")
     for source in inputs:
-        if same_file(Path(source), path):
+        if _same_file(Path(source), path):
             raise UsageError(f"-o {path} is one of the inputs (writing the crosswalk would replace it)")
     if path.exists() and not force:
         raise UsageError(f"{path} exists; --force overwrites it, or choose another -o")
+
+
+def say(message: str) -> None:
+    """A result line on stdout, as written (no markup)."""
+    from papertrack.console import console
+
+    console.print(message, soft_wrap=True, markup=False, highlight=False)
+
+
+def status(message: str) -> None:
+    """A status line on stderr, as written."""
+    from papertrack.console import err_console
+
+    err_console.print(message, soft_wrap=True, markup=False, highlight=False)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """True when ``a`` and ``b`` name one file (same resolved path, or the same inode through a link)."""
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
 
 
 def write_text(path: Path, text: str) -> None:
