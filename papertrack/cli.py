@@ -27,6 +27,7 @@ from papertrack.serving import taxonomies_command
 from papertrack.serving.batch import label_command, suggest_command
 from papertrack.serving.http import serve_command
 from papertrack.training import commands as training_commands
+from papertrack.training import crosswalk_command
 
 # Environment that keeps libraries quiet unless --verbose (read by the libraries when they start or at each call;
 # also inherited by the processes a command starts: the server, spark-submit, pip/bentoml in build).
@@ -248,6 +249,7 @@ def _options(
 
 
 training_commands.add_commands(app)
+crosswalk_command.add_commands(app)
 serve_command.add_commands(app)
 label_command.add_commands(app)
 suggest_command.add_commands(app)
