@@ -223,7 +223,10 @@ def write_crosswalk(path: Path, source: str, target: str, tracks: Mapping[str, M
             lines.append(f"  {_yaml_str(old)}: {_yaml_str(new)}")
         else:
             lines.append(f"  {_yaml_str(old)}:")
-            lines += [f"    {_yaml_str(new)}: {share:.2f}" for new, share in targets.items()]
+            rounded = {new: round(share / sum(targets.values()), 2) for new, share in targets.items()}
+            largest = max(rounded, key=lambda k: rounded[k])
+            rounded[largest] = round(1.0 - sum(v for k, v in rounded.items() if k != largest), 2)  # sums to 1.00
+            lines += [f"    {_yaml_str(new)}: {share:.2f}" for new, share in rounded.items()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 

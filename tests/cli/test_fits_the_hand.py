@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from papertrack.features.labels import nearest_known_label, normalise_label
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS
 
-COMMANDS = ["train", "runs", "serve", "build", "label", "suggest", "tracking-server"]
+COMMANDS = ["train", "runs", "serve", "build", "label", "suggest", "tracking-server", "taxonomies", "crosswalk"]
 
 
 def help_text(*args: str) -> str:
