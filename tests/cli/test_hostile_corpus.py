@@ -57,6 +57,11 @@ LABEL = {
     "open-quote.csv": (2, ":3: the record starting here is over 1,048,576 characters"),
     "one-object.json": (2, ":1: expected a JSON array of records; the file holds one JSON object"),
     "empty.jsonl": (2, ": file is empty"),
+    # round three (issue 26; tests/cli/test_hostile_round3.py has the rest)
+    "spaces-authors.txt": (0, []),
+    "long-record.txt.gz": (3, [(7, "too-long")]),
+    "zeros.txt": (2, ": its first 4,096 bytes are all zero (NUL bytes): not text"),
+    "venues.jsonl": (0, []),
 }
 # `train`: every case that is no good training data is refused before any fit, with one error line
 TRAIN = {
@@ -76,6 +81,8 @@ TRAIN = {
     "open-quote.csv": ":2: no label",
     "one-object.json": ":1: expected a JSON array of records",
     "empty.jsonl": ": file is empty",
+    "long-record.txt.gz": ":7: the paragraphs under label line 'Deep Learning · Graph Neural Networks' are 48,048,000",
+    "zeros.txt": ": its first 4,096 bytes are all zero (NUL bytes): not text",
 }
 # `POST /parse_dump` (the server's own 100 MiB decompressed limit): status, and error rows or the message
 PARSE_DUMP = {
@@ -94,6 +101,9 @@ PARSE_DUMP = {
     "open-quote.csv": (400, "open-quote.csv:3: the record starting here is over 1,048,576 characters"),
     "one-object.json": (400, "one-object.json:1: expected a JSON array of records"),
     "empty.jsonl": (400, "empty.jsonl"),
+    "spaces-authors.txt": (200, []),
+    "long-record.txt.gz": (200, [(7, "too-long")]),
+    "zeros.txt": (400, "zeros.txt: its first 4,096 bytes are all zero"),
 }
 
 
