@@ -347,9 +347,9 @@ class Cost:
         """The longest abstract expected to cost at most ``budget_ms`` (0: none)."""
         if self.base_ms > budget_ms:
             return 0
-        return (
-            schemas.MAX_ABSTRACT_CHARS if self.per_char_ms <= 0 else int((budget_ms - self.base_ms) / self.per_char_ms)
-        )
+        if self.per_char_ms <= 0:
+            return schemas.MAX_ABSTRACT_CHARS
+        return min(int((budget_ms - self.base_ms) / self.per_char_ms), schemas.MAX_ABSTRACT_CHARS)
 
 
 def _cost_per_length(call, repeats: int) -> Cost:

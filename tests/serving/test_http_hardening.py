@@ -159,6 +159,7 @@ def test_the_cost_of_one_abstract_is_a_line_through_two_probes():
     cost = Cost(base_ms=1.0, per_char_ms=0.001)
     assert cost.ms(2_000) == pytest.approx(3.0)
     assert cost.inline_chars(3.0) == 2_000 and Cost(5.0, 0.0).inline_chars(3.0) == 0
+    assert Cost(0.3, 0.00002).inline_chars(3.0) == 20_000  # never more than the longest abstract accepted
 
 
 # --------------------------------------------------------------------------- 404 / 405
