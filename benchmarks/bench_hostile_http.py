@@ -46,24 +46,39 @@ def percentiles(values: list[float]) -> dict[str, float]:
     }
 
 
-class HealthProbe(threading.Thread):
-    """GET /healthz every ``period`` seconds until stopped; latencies in ms (a timeout counts as 10,000)."""
+class HealthProbe:
+    """GET /healthz every ``period`` seconds from a child process (this one's client threads would delay it)
+    until stopped; latencies in ms (a failure or timeout counts as 10,000)."""
 
     def __init__(self, url: str, period: float = 0.025):
-        super().__init__(daemon=True)
-        self.url, self.period, self.latencies = url, period, []
-        self.done = threading.Event()
+        import multiprocessing
 
-    def run(self) -> None:
-        with httpx.Client(timeout=10) as client:
-            while not self.done.is_set():
-                started = time.perf_counter()
-                try:
-                    client.get(f"{self.url}/healthz")
-                    self.latencies.append((time.perf_counter() - started) * 1000)
-                except httpx.HTTPError:
-                    self.latencies.append(10_000.0)
-                self.done.wait(self.period)
+        context = multiprocessing.get_context("spawn")
+        self.done, self.results = context.Event(), context.Queue()
+        self.process = context.Process(target=_probe, args=(url, period, self.done, self.results), daemon=True)
+        self.latencies: list[float] = []
+
+    def start(self) -> None:
+        self.process.start()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.latencies = self.results.get(timeout=60)
+        self.process.join(timeout=30)
+
+
+def _probe(url: str, period: float, done, results) -> None:
+    latencies = []
+    with httpx.Client(timeout=10) as client:
+        while not done.is_set():
+            started = time.perf_counter()
+            try:
+                client.get(f"{url}/healthz").raise_for_status()
+                latencies.append((time.perf_counter() - started) * 1000)
+            except httpx.HTTPError:
+                latencies.append(10_000.0)
+            done.wait(period)
+    results.put(latencies)
 
 
 def run(url: str, send, requests: int, concurrency: int) -> dict:
@@ -91,13 +106,12 @@ def run(url: str, send, requests: int, concurrency: int) -> dict:
             latencies.append((time.perf_counter() - started) * 1000)
 
     probe.start()
-    time.sleep(0.5)  # a few quiet probes first
+    time.sleep(2.0)  # the probe's process starts
     started = time.monotonic()
     with ThreadPoolExecutor(concurrency) as pool:
         list(pool.map(one, range(requests)))
     seconds = time.monotonic() - started
-    probe.done.set()
-    probe.join()
+    probe.stop()
     return {
         "statuses": statuses,
         "seconds": round(seconds, 1),
