@@ -185,6 +185,61 @@ def invalid_json(folder: Path) -> None:
     (folder / "invalid-json.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+# --------------------------------------------------------------------------- round three (issue 26)
+
+SPACES = 100_000  # a run of spaces in an authors line: the et-al regular expression took ~59 s on it
+
+
+def spaces_in_authors(folder: Path, spaces: int = SPACES) -> None:
+    """A labeled text dump whose second record has 'a', ``spaces`` spaces and 'b' where its authors line goes."""
+    text = (
+        f"{LABELS[0]}\n\nA. Smith, B. Jones et al.\n\n{abstract(0)}\n\n"
+        f"{LABELS[1]}\n\na{' ' * spaces}b\n\n{abstract(1)}\n\n"
+        f"{LABELS[2]}\n\nC. Lee 等\n\n{abstract(2)}\n"
+    )
+    (folder / "spaces-authors.txt").write_text(text, encoding="utf-8")
+
+
+LONG_RECORD_PARAGRAPHS = 48_000  # of ~1 KB: one labeled record of ~48 MB, each paragraph under the 1 MiB limit
+
+
+def long_record(folder: Path, paragraphs: int = LONG_RECORD_PARAGRAPHS) -> int:
+    """A gzipped labeled text dump: a good record, then a label line over ``paragraphs`` paragraphs of ~1 KB
+    (the record was joined whole: 300,000 of them took 5 GB), then a good record. Returns the long record's line."""
+    paragraph = (abstract(7) + " ") * 5
+    paragraph = paragraph[:1000].rstrip() + "\n\n"
+    first = f"{LABELS[0]}\n\nA. Smith, B. Jones\n\n{abstract(0)}\n\n"
+    label_line = first.count("\n") + 1
+    last = f"{LABELS[2]}\n\nC. Lee\n\n{abstract(2)}\n"
+    gzip_stream(
+        folder / "long-record.txt.gz",
+        [
+            first.encode(),
+            f"{LABELS[1]}\n\n".encode(),
+            *repeated(paragraph.encode() * 100, len(paragraph) * paragraphs),
+            last.encode(),
+        ],
+    )
+    return label_line
+
+
+def zeros(folder: Path, size: int = 1 << 16) -> None:
+    """Zero bytes only (a disk image, /dev/zero): was reported as "UTF-32 text"."""
+    (folder / "zeros.txt").write_bytes(bytes(size))
+
+
+VENUES = 400  # distinct venues: their names joined made a dataset name over MLflow's 500 characters
+
+
+def many_venues(folder: Path, venues: int = VENUES) -> None:
+    """Labeled records from ``venues`` venues (2 each), one venue name 318 characters long (a metric name is
+    "records.<venue year>": over MLflow's 250)."""
+    names = ["V" * 318] + [f"Workshop on Topic {i}" for i in range(1, venues)]
+    (folder / "venues.jsonl").write_bytes(
+        jsonl({**good(2 * i + j), "venue": name, "year": 2024} for i, name in enumerate(names) for j in range(2))
+    )
+
+
 def planted_symlinks(folder: Path) -> dict:
     """Links planted where `label -o planted.labeled.jsonl` and `suggest -o planted.picks.txt` create their
     temporary files, pointing at a file the run must not touch."""
@@ -243,6 +298,16 @@ def write_corpus(folder: Path, bomb_line_mib: int = 64, bomb_total_mib: int = 16
     cases["one-object.json"] = "a .json file holding one object, not an array"
     (folder / "empty.jsonl").write_bytes(b"")
     cases["empty.jsonl"] = "an empty file"
+    spaces_in_authors(folder)
+    cases["spaces-authors.txt"] = f"a labeled text dump whose record 2 has {SPACES:,} spaces in its authors line"
+    line = long_record(folder)
+    cases["long-record.txt.gz"] = (
+        f"a labeled text dump whose record 2 (line {line}) has {LONG_RECORD_PARAGRAPHS:,} paragraphs of 1 KB"
+    )
+    zeros(folder)
+    cases["zeros.txt"] = "64 KiB of zero bytes"
+    many_venues(folder)
+    cases["venues.jsonl"] = f"{2 * VENUES} labeled records from {VENUES} venues, one named with 318 characters"
     outputs = planted_symlinks(folder)
     cases["planted.jsonl"] = f"6 records; links planted at the temporary names of the outputs {outputs}"
     manifest = {"cases": cases, "planted_outputs": outputs, "victim": "planted-victim.txt"}

@@ -70,8 +70,57 @@ def pip_requirements(candidate: Candidate) -> list[str]:
     return [*pinned, f"papertrack=={__version__}"]
 
 
+# What MLflow accepts (mlflow.utils.validation): a longer name or value fails the whole call (a 318-character venue
+# failed `train`: "'Metric name' exceeds 250"; 400 venues: a dataset name over 500). Names that come from the
+# data (the sources: a venue and year, or a file name) are cut to these, with a digest so that two long names
+# stay two names.
+MAX_KEY = 250  # metric, parameter and tag names
+MAX_PARAM_VALUE = 6000
+MAX_TAG_VALUE = 8000
+MAX_DATASET_NAME = 500
+
+
 def _metric_safe(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "_-." else "_" for ch in name)
+
+
+def bounded(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else its start, "…", a digest of the whole text (8 hex
+    digits: distinct long texts stay distinct) and how long it was; at most ``limit`` characters."""
+    if len(text) <= limit:
+        return text
+    import hashlib
+
+    tail = f"…{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}({len(text):,} chars)"
+    return text[: max(limit - len(tail), 0)] + tail[:limit]
+
+
+def metric_name(prefix: str, name: str) -> str:
+    """A metric name from a name in the data: characters MLflow refuses replaced, at most ``MAX_KEY`` long."""
+    return prefix + _metric_safe(bounded(name, MAX_KEY - len(prefix)))
+
+
+def bounded_params(params: dict) -> dict:
+    return {bounded(str(k), MAX_KEY): bounded(str(v), MAX_PARAM_VALUE) for k, v in params.items()}
+
+
+def bounded_tags(tags: dict) -> dict:
+    return {bounded(str(k), MAX_KEY): bounded(str(v), MAX_TAG_VALUE) for k, v in tags.items()}
+
+
+def dataset_name(sources: Sequence[str]) -> str:
+    """The sources joined with " + ", at most ``MAX_DATASET_NAME`` characters: as many as fit, then "+ N more"."""
+    name = " + ".join(sources)
+    if len(name) <= MAX_DATASET_NAME:
+        return name
+    shown: list[str] = []
+    for source in sources:
+        more = f" + {len(sources) - len(shown) - 1:,} more sources"
+        if len(" + ".join([*shown, source])) + len(more) > MAX_DATASET_NAME:
+            break
+        shown.append(source)
+    rest = f"{len(sources) - len(shown):,} more sources"
+    return bounded(" + ".join([*shown, rest]) if shown else f"{len(sources):,} sources", MAX_DATASET_NAME)
 
 
 class SweepLogger(Listener):
@@ -84,7 +133,7 @@ class SweepLogger(Listener):
         self.dataset = mlflow.data.from_pandas(
             data.frame(),
             source=", ".join(str(p) for p in paths),
-            name=" + ".join(data.source_names),
+            name=dataset_name(data.source_names),
             targets="label",
             digest=data.digest,
         )
@@ -113,15 +162,17 @@ class SweepLogger(Listener):
     def __enter__(self) -> SweepLogger:
         self.run = mlflow.start_run(run_name=f"sweep-{time.strftime('%Y%m%d-%H%M%S')}")
         mlflow.set_tags({"papertrack.kind": "sweep", "papertrack.version": __version__})
-        mlflow.log_params({**self.common, "candidates": ", ".join(c.name for c in self.plan.candidates)})
+        mlflow.log_params(
+            bounded_params({**self.common, "candidates": ", ".join(c.name for c in self.plan.candidates)})
+        )
         tracking.log_dataset_input(self.dataset)
-        mlflow.log_metrics({f"records.{_metric_safe(name)}": n for name, n in self.counts.items()})
+        mlflow.log_metrics({metric_name("records.", name): n for name, n in self.counts.items()})
         mlflow.log_text(self.data.label_distribution().to_csv(index=False), "data/label_distribution_by_source.csv")
         mlflow.log_text(labels_by_year(self.data).to_csv(index=False), "data/labels_by_year.csv")
         if self.plan.skipped:
-            mlflow.set_tag("skipped_candidates", ", ".join(self.plan.skipped))
+            mlflow.set_tags(bounded_tags({"skipped_candidates": ", ".join(self.plan.skipped)}))
         if self.plan.over_budget:
-            mlflow.set_tag("over_budget_candidates", ", ".join(self.plan.over_budget))
+            mlflow.set_tags(bounded_tags({"over_budget_candidates": ", ".join(self.plan.over_budget)}))
         return self
 
     def __exit__(self, *exc) -> None:
@@ -144,9 +195,11 @@ class SweepLogger(Listener):
 
     def choice(self, result: SweepResult) -> None:
         winner, choice = result.winner, result.choice
-        mlflow.set_tags({"winner": winner.candidate.name, "winner_run_id": winner.run_id, **choice.tags()})
+        mlflow.set_tags(
+            bounded_tags({"winner": winner.candidate.name, "winner_run_id": winner.run_id, **choice.tags()})
+        )
         mlflow.log_metrics({f"best_{k}": v for k, v in winner.metrics.items()})
-        mlflow.set_tag("mlflow.note.content", describe(result))
+        mlflow.set_tags(bounded_tags({"mlflow.note.content": describe(result)}))
         mlflow.set_experiment_tag(SHARED_VIEW_TAG + RUNS_VIEW_KEY, json.dumps(runs_view(result)))
 
     def model(self, winner: CandidateResult, refit: Refit, data: TrainingSet) -> str:
@@ -193,7 +246,7 @@ class SweepLogger(Listener):
         )
         result.decision = decision
         mlflow.set_tag("registered_version", decision.version)
-        mlflow.set_tag("mlflow.note.content", describe(result))
+        mlflow.set_tags(bounded_tags({"mlflow.note.content": describe(result)}))
         return decision
 
 
@@ -224,21 +277,25 @@ def log_candidate(result: CandidateResult, data: TrainingSet, dataset, common: d
     candidate = result.candidate
     with mlflow.start_run(run_name=candidate.name, nested=True) as run:
         mlflow.set_tags(
-            {
-                "papertrack.kind": "candidate",
-                "family": candidate.family,
-                "candidate": candidate.name,
-                "features": candidate.features,
-            }
+            bounded_tags(
+                {
+                    "papertrack.kind": "candidate",
+                    "family": candidate.family,
+                    "candidate": candidate.name,
+                    "features": candidate.features,
+                }
+            )
         )
         mlflow.log_params(
-            {
-                **common,
-                "family": candidate.family,
-                "features": candidate.features,
-                **{f"hp.{k}": v for k, v in candidate.params.items()},
-                **(result.extra_params or {}),
-            }
+            bounded_params(
+                {
+                    **common,
+                    "family": candidate.family,
+                    "features": candidate.features,
+                    **{f"hp.{k}": v for k, v in candidate.params.items()},
+                    **(result.extra_params or {}),
+                }
+            )
         )
         tracking.log_dataset_input(dataset)
         mlflow.log_metrics(result.metrics)
@@ -292,7 +349,7 @@ def describe(result: SweepResult) -> str:
             "",
         ]
     lines += [
-        "Sources: " + ", ".join(f"{k} ({v:,})" for k, v in result.sources.items()),
+        "Sources: " + _sources_line(result.sources),
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
@@ -309,3 +366,12 @@ def describe(result: SweepResult) -> str:
     if result.over_budget:
         lines += ["", f"Left out by the {result.budget_ms:g} ms budget: {', '.join(result.over_budget)}"]
     return "\n".join(lines)
+
+
+def _sources_line(sources: dict[str, int], shown: int = 20) -> str:
+    """The first ``shown`` sources with their record counts (each name at most 100 characters), then how many
+    more: the description stays within MLflow's tag limit whatever the data's venues."""
+    items = [f"{bounded(k, 100)} ({v:,})" for k, v in list(sources.items())[:shown]]
+    if len(sources) > shown:
+        items.append(f"… {len(sources) - shown:,} more")
+    return ", ".join(items)

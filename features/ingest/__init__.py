@@ -22,16 +22,13 @@ the extension first, ".gz" looked through, then its first lines — '[' starts a
 text is one of the two text layouts), ``iter_records`` (the file read by its layout's reader) and ``-`` as an
 input (standard input, copied to a temporary file first: every reader of an input opens it more than once —
 format detection, then the records, the labeler's progress total — so a pipe is copied once to a private
-temporary file, removed when the process exits; a gzip stream is recognised by its magic bytes and the format
-from the content, because there is no file name: ``--format csv`` for CSV).
+temporary file by :mod:`.stdin_copy`: at most ``PAPERTRACK_MAX_INPUT_BYTES``, removed when the process exits or
+gets SIGTERM); a gzip stream is recognised by its magic bytes and the format from the content, because there is
+no file name: ``--format csv`` for CSV).
 """
 
 from __future__ import annotations
 
-import atexit
-import shutil
-import sys
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from os import PathLike
 from pathlib import Path
@@ -57,6 +54,7 @@ from papertrack.features.ingest.records import (
     normalise_text,
     record_from_mapping,
 )
+from papertrack.features.ingest.stdin_copy import copy_stdin
 from papertrack.features.ingest.text_blocks import is_label_line, iter_blocks, looks_like_authors
 from papertrack.features.ingest.text_labeled import read_text_labeled
 from papertrack.features.ingest.text_unlabeled import read_text_unlabeled
@@ -197,27 +195,3 @@ def expand_stdin(paths: Sequence[Path], stream=None) -> list[Path]:
     if sum(is_stdin(p) for p in paths) > 1:
         raise UsageError("'-' (standard input) is given more than once; it can be read only once")
     return [copy_stdin(stream) if is_stdin(p) else p for p in paths]
-
-
-def copy_stdin(stream=None) -> Path:
-    """Standard input copied to a private temporary file, removed when the process exits."""
-    if stream is None:
-        if sys.stdin is None or sys.stdin.isatty():
-            raise UsageError(
-                "'-' reads standard input, but it is a terminal: pipe a dump in "
-                "(e.g. zcat dump.gz | papertrack label - -o out.jsonl)"
-            )
-        stream = sys.stdin.buffer
-    folder = Path(tempfile.mkdtemp(prefix="papertrack-stdin-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    path = folder / "stdin"
-    try:
-        with open(path, "wb") as copy:
-            shutil.copyfileobj(stream, copy, 1 << 20)
-    except OSError as exc:
-        raise UsageError(
-            f"cannot copy standard input to {path}: {exc.strerror}; set TMPDIR to a folder with "
-            f"space, or pass the file itself"
-        ) from None
-    name_input(path, STDIN_NAME)
-    return path

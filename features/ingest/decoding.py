@@ -185,6 +185,10 @@ def _refuse_wide_encoding(path: str | PathLike, first_line: bytes) -> None:
     encodings has them), saying how to convert it, instead of "not valid UTF-8 (byte 0xff ...)"."""
     encoding = next((name for bom, name in _WIDE_BOMS if first_line.startswith(bom)), None)
     sample = first_line[:4096]
+    if sample and not sample.strip(b"\x00"):  # a disk image, /dev/zero: no text at all, in any encoding
+        raise IngestError(
+            path, None, f"its first {len(sample):,} bytes are all zero (NUL bytes): not text; is it the right file?"
+        )
     if encoding is None and len(sample) >= 8:
 
         def zeros(*offsets: int, step: int) -> bool:

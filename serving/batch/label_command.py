@@ -23,6 +23,7 @@ from papertrack import settings
 from papertrack.console import err_console
 from papertrack.errors import UsageError
 from papertrack.features.ingest import FORMATS
+from papertrack.features.ingest.stdin_copy import exits_on_sigterm
 from papertrack.serving.command_output import error, note, say, status
 
 
@@ -36,6 +37,7 @@ class _RateColumn(ProgressColumn):
         return Text(f"{records:,} abstracts · {rate:,.0f}/s", style="progress.data.speed")
 
 
+@exits_on_sigterm  # the copy of standard input (-) is removed on SIGTERM too
 def label(
     dumps: Annotated[
         list[Path],

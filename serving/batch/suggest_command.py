@@ -10,6 +10,7 @@ import typer
 from papertrack import settings
 from papertrack.errors import UsageError
 from papertrack.features.ingest import FORMATS
+from papertrack.features.ingest.stdin_copy import exits_on_sigterm
 from papertrack.serving.command_output import note, say
 
 
@@ -20,6 +21,7 @@ def load_model(model_uri: str):
     return load(model_uri).predictor
 
 
+@exits_on_sigterm  # the copy of standard input (-) is removed on SIGTERM too
 def suggest(
     dumps: Annotated[
         list[Path],

@@ -11,10 +11,12 @@ the BentoML store (``bentoml serve`` alone binds every interface).
 
 Answers come from :meth:`TrackPredictor.predict` of the loaded
 pyfunc's predictor — the same artifact and logic as ``mlflow.pyfunc.load_model(...).predict``, without
-pandas and MLflow schema enforcement on the hot path. A slow model (an embedding champion) never blocks
-the event loop that accepts and parses requests: ``/predict`` runs it in a thread pool when one prediction
-costs more than ``INLINE_MAX_MS`` (measured at start-up; a TF-IDF model answers in the loop, cheaper than
-a thread hop), ``/predict_batch`` and ``/drift`` are synchronous (BentoML's thread pool).
+pandas and MLflow schema enforcement on the hot path. Slow work never blocks the event loop that accepts and
+parses requests: ``/predict`` and ``/explain`` run in a thread pool when the request is expected to cost more
+than ``INLINE_MAX_MS`` — decided per request from its abstract's length (the cost of a short and of a long
+abstract is measured at start-up; a TF-IDF ``/predict`` of a normal abstract answers in the loop, cheaper than a
+thread hop; an embedding model, a long abstract or an explanation asking for more than the defaults goes to the
+pool, its JSON made there too); ``/predict_batch`` and ``/drift`` are synchronous (BentoML's thread pool).
 
 In front of the endpoints (outermost first, all in :mod:`.middleware`): :class:`~.middleware.ConnectionRecycler`
 (keep-alive clients spread over workers), :class:`~.middleware.ResponsePolicy` (JSON 404/405; CSP and frame
@@ -34,6 +36,7 @@ import logging
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import attrs
 import bentoml
@@ -186,31 +189,36 @@ class PaperTrack:
         # and their extra threads only spin — measured: 209 -> 102 ms of CPU per /predict of an embedding
         # champion at the same latency, CPU the other worker needs (BENCHMARKS.md "Serving an embedding champion")
         threadpool_limits(limits=1, user_api="blas")
-        # The median of 5 predictions / 3 explanations (the first also takes the first-call costs, e.g. building
-        # the explainer, out of the first request). One rule for both routes: what costs at most INLINE_MAX_MS
-        # (a TF-IDF /predict, ~1 ms) runs in the event loop, where handing it to a thread would cost more than
-        # the work; anything slower (sentence embeddings, ~30-100 ms; an explanation) runs in a one-thread pool,
-        # so the event loop keeps accepting and parsing requests while it computes.
-        self.predict_ms = _median_ms(lambda: self.predictor.predict([schemas.EXAMPLE_ABSTRACT]), repeats=5)
-        self.explain_ms = _median_ms(lambda: explain_api.explain(self.predictor, schemas.EXAMPLE_ABSTRACT), repeats=3)
-        pool = (
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix="papertrack-predict")
-            if max(self.predict_ms, self.explain_ms) > INLINE_MAX_MS
-            else None
+        # What runs in the event loop is decided per request, by its size (hostile input, round three: one probe
+        # of a short abstract sent every explanation of a 20,000-character abstract into the loop, 107 ms each,
+        # and /healthz waited seconds). The cost of one abstract is measured at start-up for a short and a long
+        # abstract (the median of a few runs; the first also takes the first-call costs, e.g. building the
+        # explainer, out of the first request) and taken as linear in its length in between. What is expected
+        # to cost at most INLINE_MAX_MS (a TF-IDF /predict of a normal abstract, ~1-2 ms) runs in the loop, where
+        # handing it to a thread would cost more than the work; anything slower (a long abstract, sentence
+        # embeddings, an explanation asking for more than the defaults) runs in a one-thread pool, its JSON too,
+        # so the event loop keeps accepting and parsing requests (and answering /healthz) while it computes.
+        self.predict_cost = _cost_per_length(lambda text: self.predictor.predict([text]), repeats=5)
+        self.explain_cost = _cost_per_length(lambda text: explain_api.explain(self.predictor, text), repeats=3)
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="papertrack-predict")
+        self.predict_ms, self.explain_ms = (
+            self.predict_cost.ms(len(schemas.EXAMPLE_ABSTRACT)),
+            self.explain_cost.ms(len(schemas.EXAMPLE_ABSTRACT)),
         )
-        self.inference_pool = pool if self.predict_ms > INLINE_MAX_MS else None
-        self.explain_pool = pool if self.explain_ms > INLINE_MAX_MS else None
         gc.freeze()  # the libraries and the model live as long as the worker: keep them out of GC scans
         logger.info(
-            "papertrack model %s (v%s, run %s) loaded; %.1f ms per abstract, /predict runs %s; "
-            "%.1f ms per explanation, /explain runs %s",
+            "papertrack model %s (v%s, run %s) loaded; %.1f ms per abstract (%.1f ms at %s characters), /predict "
+            "runs in the event loop up to %s characters; %.1f ms per explanation, /explain runs in the event loop "
+            "up to %s characters",
             stored.tag,
             self.model_info.version,
             self.model_info.run_id,
             self.predict_ms,
-            _where(self.inference_pool),
+            self.predict_cost.ms(schemas.MAX_ABSTRACT_CHARS),
+            f"{schemas.MAX_ABSTRACT_CHARS:,}",
+            f"{self.predict_cost.inline_chars(INLINE_MAX_MS):,}",
             self.explain_ms,
-            _where(self.explain_pool),
+            f"{self.explain_cost.inline_chars(INLINE_MAX_MS):,}",
         )
 
     # --- endpoints -------------------------------------------------------------------------
@@ -227,10 +235,10 @@ class PaperTrack:
         if isinstance(checked, Response):
             return checked
         head, top_k = checked
-        if self.inference_pool is None:
+        if self.predict_cost.ms(len(abstract) + len(title or "")) <= INLINE_MAX_MS:
             return self._predict_one(head, abstract, title, top_k)
         return await asyncio.get_running_loop().run_in_executor(
-            self.inference_pool, self._predict_one, head, abstract, title, top_k
+            self.pool, self._predict_one, head, abstract, title, top_k
         )
 
     def _predict_one(self, head, abstract: str, title: str | None, top_k: int) -> Response:
@@ -297,8 +305,22 @@ class PaperTrack:
         if isinstance(checked, Response):
             return checked
         head, top_k = checked
-        result = await explain_api.explain_async(
-            head, self.explain_pool, abstract, title, top_k, n_terms=terms, n_neighbors=neighbors
+        if top_k * terms > explain_api.MAX_EXPLAINED_TERMS:
+            return explain_api.too_many_terms(top_k, terms)
+        if (
+            top_k <= 3
+            and terms <= explain_api.DEFAULT_TERMS
+            and neighbors <= explain_api.DEFAULT_NEIGHBORS
+            and self.explain_cost.ms(len(abstract) + len(title or "")) <= INLINE_MAX_MS
+        ):  # no more than the start-up probe asked for, and short enough
+            return self._explain_one(head, abstract, title, top_k, terms, neighbors)
+        return await asyncio.get_running_loop().run_in_executor(
+            self.pool, self._explain_one, head, abstract, title, top_k, terms, neighbors
+        )
+
+    def _explain_one(self, head, abstract: str, title: str | None, top_k: int, terms: int, neighbors: int) -> Response:
+        result = explain_api.bounded(
+            explain_api.explain(head, abstract, title, top_k, n_terms=terms, n_neighbors=neighbors)
         )
         result["model"] = self._model_json
         return _json(result)
@@ -350,10 +372,6 @@ def _confidence(confidence) -> dict[str, float] | None:
     }
 
 
-def _where(pool) -> str:
-    return "in a thread pool" if pool is not None else "in the event loop"
-
-
 def _median_ms(call, repeats: int) -> float:
     times = []
     for _ in range(repeats):
@@ -361,6 +379,36 @@ def _median_ms(call, repeats: int) -> float:
         call()
         times.append((time.perf_counter() - started) * 1000)
     return statistics.median(times)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """The measured cost of one call for an abstract of ``chars`` characters: ``base_ms + per_char_ms * chars``."""
+
+    base_ms: float
+    per_char_ms: float
+
+    def ms(self, chars: int) -> float:
+        return self.base_ms + self.per_char_ms * chars
+
+    def inline_chars(self, budget_ms: float) -> int:
+        """The longest abstract expected to cost at most ``budget_ms`` (0: none)."""
+        if self.base_ms > budget_ms:
+            return 0
+        if self.per_char_ms <= 0:
+            return schemas.MAX_ABSTRACT_CHARS
+        return min(int((budget_ms - self.base_ms) / self.per_char_ms), schemas.MAX_ABSTRACT_CHARS)
+
+
+def _cost_per_length(call, repeats: int) -> Cost:
+    """``call(text)`` timed for the example abstract and for one of ``MAX_ABSTRACT_CHARS`` characters (the example
+    repeated): the line through the two medians."""
+    short = schemas.EXAMPLE_ABSTRACT
+    long = (short + " ") * (schemas.MAX_ABSTRACT_CHARS // (len(short) + 1))
+    short_ms = _median_ms(lambda: call(short), repeats)
+    long_ms = _median_ms(lambda: call(long), repeats)
+    per_char = max(long_ms - short_ms, 0.0) / (len(long) - len(short))
+    return Cost(max(short_ms - per_char * len(short), 0.0), per_char)
 
 
 def _json(data: dict) -> Response:

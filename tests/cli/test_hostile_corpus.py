@@ -57,6 +57,11 @@ LABEL = {
     "open-quote.csv": (2, ":3: the record starting here is over 1,048,576 characters"),
     "one-object.json": (2, ":1: expected a JSON array of records; the file holds one JSON object"),
     "empty.jsonl": (2, ": file is empty"),
+    # round three (issue 26; tests/cli/test_hostile_round3.py has the rest)
+    "spaces-authors.txt": (3, [(7, "rejected")]),  # its abstract: the 100,000 spaces, over 20,000 characters
+    "long-record.txt.gz": (3, [(7, "too-long")]),
+    "zeros.txt": (2, ": its first 4,096 bytes are all zero (NUL bytes): not text"),
+    "venues.jsonl": (0, []),
 }
 # `train`: every case that is no good training data is refused before any fit, with one error line
 TRAIN = {
@@ -76,11 +81,14 @@ TRAIN = {
     "open-quote.csv": ":2: no label",
     "one-object.json": ":1: expected a JSON array of records",
     "empty.jsonl": ": file is empty",
+    "long-record.txt.gz": ":7: the paragraphs under label line 'Deep Learning · Graph Neural Networks' are 48,048,000",
+    "zeros.txt": ": its first 4,096 bytes are all zero (NUL bytes): not text",
 }
 # `POST /parse_dump` (the server's own 100 MiB decompressed limit): status, and error rows or the message
 PARSE_DUMP = {
     "bomb-one-line.jsonl.gz": (200, [(3, "too-long")]),
-    "bomb-many-lines.jsonl.gz": (400, "more than 100 MiB of text (once decompressed)"),
+    # 160 MiB of records: the answer's cap (32 Mi characters of text) comes before the 100 MiB one
+    "bomb-many-lines.jsonl.gz": (413, "the answer would hold more than 32 Mi characters of text"),
     "utf16-bom.jsonl": (400, "UTF-16 text, not UTF-8"),
     "utf16-no-bom.txt": (400, "UTF-16 text, not UTF-8"),
     "wide-abstract.jsonl": (200, [(2, "too-long")]),
@@ -94,6 +102,9 @@ PARSE_DUMP = {
     "open-quote.csv": (400, "open-quote.csv:3: the record starting here is over 1,048,576 characters"),
     "one-object.json": (400, "one-object.json:1: expected a JSON array of records"),
     "empty.jsonl": (400, "empty.jsonl"),
+    "spaces-authors.txt": (200, []),
+    "long-record.txt.gz": (200, [(7, "too-long")]),
+    "zeros.txt": (400, "zeros.txt: its first 4,096 bytes are all zero"),
 }
 
 
@@ -358,7 +369,7 @@ def test_parse_dump(server, corpus, case):
     assert response.status_code == status, response.text[:2000]
     assert response.headers["content-type"] == "application/json"
     body = response.json()
-    if status == 400:
+    if status in (400, 413):
         assert set(body) == {"error", "detail"} and expected in body["error"], body
         return
     assert [(row["line"], row["kind"]) for row in body["errors"]] == expected

@@ -147,18 +147,19 @@ def spread_array(n_records: int, lines_per_record: int) -> bytes:
 
 
 def test_a_json_array_record_spanning_many_lines_is_read_in_linear_time(tmp_path):
-    """1.5 MB took 2.3 s and 6 MB 19.8 s: each 64 kB block re-parsed the record from its start."""
+    """1.5 MB took 2.3 s and 6 MB 19.8 s: each 64 kB block re-parsed the record from its start. (CPU time: a
+    loaded machine's other processes do not count.)"""
     path = tmp_path / "d.json"
     path.write_bytes(spread_array(1, 25_000))  # ~0.9 MB: one record, under the record limit
     assert 800_000 < path.stat().st_size < 1 << 20
-    started = time.perf_counter()
+    started = time.process_time()
     (record,) = iter_records(path)
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
     assert isinstance(record, Record) and record.authors.count("Author Number") == 25_000
     path.write_bytes(spread_array(1, 170_000))  # 6 MB: over the record limit, skipped as it is scanned
-    started = time.perf_counter()
+    started = time.process_time()
     (skipped,) = iter_records(path)
-    assert time.perf_counter() - started < 2
+    assert time.process_time() - started < 2
     assert skipped.kind == "too-long" and "limit of one record" in skipped.reason
 
 

@@ -73,6 +73,95 @@ def test_parse_dump_surrogate_message_names_the_line(client):
         assert assert_error_shape(response, 400)["error"].startswith("papers.jsonl:2: \\udc00")
 
 
+def test_parse_dump_answer_over_the_cap_is_413_saying_to_use_label(client, monkeypatch):
+    """A 684 kB gzip answered 101.6 MB of JSON (hostile input, round three): the answer is capped."""
+    from papertrack.serving.http import page
+
+    monkeypatch.setattr(page, "MAX_DUMP_ANSWER_CHARS", 5_000)
+    data = b"".join(json.dumps({"abstract": f"{ABSTRACTS[0]} {i}"}).encode() + b"\n" for i in range(100))
+    response = client.post("/parse_dump?filename=many.jsonl", content=data)
+    body = assert_error_shape(response, 413)
+    assert body["error"].startswith("many.jsonl: the answer would hold more than ")
+    assert "`papertrack label many.jsonl -o labeled.csv`" in body["error"]
+    monkeypatch.setattr(page, "MAX_DUMP_ANSWER_CHARS", 1 << 20)
+    assert len(client.post("/parse_dump?filename=many.jsonl", content=data).json()["papers"]) == 100
+
+
+# --------------------------------------------------------------------------- where the work runs (round three)
+
+
+def where_it_ran(monkeypatch, name: str) -> list[str]:
+    """The threads that run PaperTrack's method ``name`` from now on."""
+    import threading
+
+    from papertrack.serving.http.service import PaperTrack
+
+    seen: list[str] = []
+    original = getattr(PaperTrack.inner, name)  # the class (PaperTrack is BentoML's Service around it)
+
+    def spy(self, *args, **kwargs):
+        seen.append(threading.current_thread().name)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(PaperTrack.inner, name, spy)
+    return seen
+
+
+@pytest.mark.parametrize("route,method", [("/predict", "_predict_one"), ("/explain", "_explain_one")])
+def test_work_expected_to_be_slow_runs_off_the_event_loop(client, monkeypatch, route, method):
+    from papertrack.serving.http import service
+
+    seen = where_it_ran(monkeypatch, method)
+    monkeypatch.setattr(service, "INLINE_MAX_MS", 1e9)  # everything is cheap: in the event loop
+    assert client.post(route, json={"abstract": ABSTRACTS[0]}).status_code == 200
+    monkeypatch.setattr(service, "INLINE_MAX_MS", 0.0)  # everything is expensive: in the pool
+    assert client.post(route, json={"abstract": ABSTRACTS[0]}).status_code == 200
+    assert not seen[0].startswith("papertrack-predict") and seen[1].startswith("papertrack-predict"), seen
+
+
+def test_an_explanation_asking_for_more_than_the_defaults_runs_off_the_event_loop(client, monkeypatch):
+    from papertrack.serving.http import service
+
+    seen = where_it_ran(monkeypatch, "_explain_one")
+    monkeypatch.setattr(service, "INLINE_MAX_MS", 1e9)
+    for extra in ({"terms": 11}, {"neighbors": 6}, {"top_k": 4}):
+        assert client.post("/explain", json={"abstract": ABSTRACTS[0], **extra}).status_code == 200
+    assert all(name.startswith("papertrack-predict") for name in seen), seen
+
+
+def test_explain_terms_times_tracks_is_bounded(client):
+    from papertrack.serving.http.explain_api import MAX_EXPLAINED_TERMS
+
+    n_labels = client.get("/metadata").json()["n_labels"]
+    top_k = min(n_labels, MAX_EXPLAINED_TERMS // 50 + 1)
+    if top_k * 50 <= MAX_EXPLAINED_TERMS:
+        pytest.skip(f"the model has {n_labels} labels: top_k × 50 terms cannot pass {MAX_EXPLAINED_TERMS}")
+    response = client.post("/explain", json={"abstract": ABSTRACTS[0], "top_k": top_k, "terms": 50})
+    body = assert_error_shape(response, 400)
+    assert f"top_k × terms must be at most {MAX_EXPLAINED_TERMS:,}, got {top_k} × 50" in body["error"]
+    assert client.post("/explain", json={"abstract": ABSTRACTS[0], "top_k": 2, "terms": 50}).status_code == 200
+
+
+def test_explanation_spans_are_bounded_per_term(client):
+    from papertrack.serving.http.explain_api import MAX_SPANS
+
+    abstract = " ".join([ABSTRACTS[0]] * 104)  # every word (and pair) 103 times or more: 19,863 characters
+    response = client.post("/explain", json={"abstract": abstract, "top_k": 1, "terms": 5})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    spans = [len(term["spans"]) for track in answer["explanations"] for term in track["terms"]]
+    assert spans and set(spans) == {MAX_SPANS}, spans
+
+
+def test_the_cost_of_one_abstract_is_a_line_through_two_probes():
+    from papertrack.serving.http.service import Cost
+
+    cost = Cost(base_ms=1.0, per_char_ms=0.001)
+    assert cost.ms(2_000) == pytest.approx(3.0)
+    assert cost.inline_chars(3.0) == 2_000 and Cost(5.0, 0.0).inline_chars(3.0) == 0
+    assert Cost(0.3, 0.00002).inline_chars(3.0) == 20_000  # never more than the longest abstract accepted
+
+
 # --------------------------------------------------------------------------- 404 / 405
 
 

@@ -75,7 +75,28 @@ def check_outputs(written: dict[str, tuple[Path, str]], inputs: Sequence[Path]) 
             raise LabelError(
                 f"{option or 'the ' + what} {target} is a folder; name a file in it, e.g. {target / 'labeled.jsonl'}"
             )
+        if target.exists() and not target.is_file():
+            raise LabelError(
+                f"{option or 'the ' + what} {target} is {_kind_of(target)}, not a regular file: the rows are written "
+                f"to a temporary file renamed to it at the end, which would replace it; name a regular file"
+            )
         _check_folder(target)
+
+
+def _kind_of(path: Path) -> str:
+    """What a path that exists but is neither a regular file nor a folder is, in words."""
+    import stat
+
+    mode = path.stat().st_mode
+    for test, kind in (
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return kind
+    return "a special file"
 
 
 def _check_folder(target: Path) -> None:

@@ -312,6 +312,7 @@ def _worker_init() -> None:
     """Ctrl-C is the parent's to handle (the worker finishes its chunk); the worker ends with the parent; the
     output locks stay the parent's alone; BLAS keeps to one thread per worker."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's SIGTERM handler (stdin_copy) is the parent's
     try:
         import ctypes
 

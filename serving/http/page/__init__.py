@@ -8,8 +8,12 @@ every input layout — so the page labels any file ``papertrack label`` reads, w
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 import tempfile
+import time
+import weakref
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -25,6 +29,23 @@ MAX_DUMP_BYTES = 20 * 1024 * 1024
 MAX_DUMP_RECORDS = 20_000
 MAX_DUMP_TEXT_BYTES = 100 * 1024 * 1024
 """Largest dump once decompressed (a gzip file is counted by what it holds, not by its compressed size)."""
+MAX_DUMP_ANSWER_CHARS = 32 * 1024 * 1024
+"""Most characters of text (abstracts, titles, ids, labels, reasons) in one answer: a 684 kB gzip answered 101.6 MB
+of JSON, and 16 at once took 1.9 GB of one worker (hostile input, round three)."""
+PARSE_SECONDS = 30.0
+"""Reading one dump stops after this long (checked between records) with a 413 saying to use ``papertrack label``."""
+_GATES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+
+
+def _one_at_a_time() -> asyncio.Semaphore:
+    """One dump is read at a time per worker (the others wait before their body is read): memory stays one
+    dump's. One semaphore per event loop (a worker has one; tests start several)."""
+    loop = asyncio.get_running_loop()
+    if loop not in _GATES:
+        _GATES[loop] = asyncio.Semaphore(1)
+    return _GATES[loop]
+
+
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -56,34 +77,46 @@ def _error(message: str, status: int = 400) -> Response:
 async def parse_dump(request: Request, filename: str = "dump.txt", format: str | None = None) -> Response:
     """The body is the file's bytes (any Content-Type); ``filename`` gives the extension used to detect the
     layout (``format`` overrides it). Answers ``{"format", "papers": [{id, title, abstract, label, line}],
-    "errors": [{line, kind, reason}]}`` or a 4xx whose ``error`` names the file, the line and the problem."""
+    "errors": [{line, kind, reason}]}`` or a 4xx whose ``error`` names the file, the line and the problem.
+
+    Reading and the answer's JSON run in a thread, one dump at a time per worker, within ``PARSE_SECONDS`` and
+    ``MAX_DUMP_ANSWER_CHARS`` (else 413): the event loop keeps answering other requests and ``/healthz``."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > MAX_DUMP_BYTES:
         return _error(_too_big(filename), 413)
-    body, size = bytearray(), 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_DUMP_BYTES:
-            return _error(_too_big(filename), 413)
-        body += chunk
     name = _SAFE_NAME.sub("_", Path(filename).name)[-120:] or "dump.txt"
     if not name.strip("."):  # "..", "." : no file name (would be the folder itself, or its parent)
         return _error(
             f"filename {filename[:200]!r} is not a file name: give the dump's name, e.g. "
             f"?filename=papers.jsonl (its extension tells the layout)"
         )
-    try:
-        result = await run_in_threadpool(read_dump, bytes(body), name, format)
-    except IngestError as exc:
-        return _error(f"{name}{'' if exc.line is None else f':{exc.line}'}: {exc.message}")
-    except UnicodeEncodeError:  # a lone surrogate escape (\udc00) the parser let through into a str
-        return _error(_surrogate_message(name, bytes(body)))
-    import json
+    async with _one_at_a_time():
+        body, size = bytearray(), 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_DUMP_BYTES:
+                return _error(_too_big(filename), 413)
+            body += chunk
+        data = bytes(body)
+        del body
+        try:
+            answer = await run_in_threadpool(answer_dump, data, name, format)
+        except TooMuchToAnswer as exc:
+            return _error(str(exc), 413)
+        except IngestError as exc:
+            return _error(f"{name}{'' if exc.line is None else f':{exc.line}'}: {exc.message}")
+        except UnicodeEncodeError:  # a lone surrogate escape (\udc00) the parser let through into a str
+            return _error(_surrogate_message(name, data))
+    return Response(answer, media_type="application/json")
 
-    try:
-        return Response(json.dumps(result, ensure_ascii=False).encode("utf-8"), media_type="application/json")
-    except UnicodeEncodeError:
-        return _error(_surrogate_message(name, bytes(body)))
+
+class TooMuchToAnswer(Exception):
+    """A dump whose answer would be over ``MAX_DUMP_ANSWER_CHARS`` or take over ``PARSE_SECONDS`` (a 413)."""
+
+
+def answer_dump(data: bytes, name: str, fmt: str | None = None) -> bytes:
+    """:func:`read_dump`'s answer as UTF-8 JSON (made here, in the caller's thread, not in the event loop)."""
+    return json.dumps(read_dump(data, name, fmt), ensure_ascii=False).encode("utf-8")
 
 
 def _surrogate_message(name: str, body: bytes) -> str:
@@ -112,8 +145,10 @@ def read_dump(data: bytes, name: str, fmt: str | None = None) -> dict:
         path.write_bytes(data)
         fmt = detect_format(path, fmt)
         papers, errors = [], []
+        deadline, chars = time.monotonic() + PARSE_SECONDS, 0
         for item in iter_records(path, fmt, labeled=None):
             if isinstance(item, Record):
+                chars += len(item.abstract) + len(item.id) + len(item.title or "") + len(item.label or "")
                 papers.append(
                     {
                         "id": item.id,
@@ -125,6 +160,17 @@ def read_dump(data: bytes, name: str, fmt: str | None = None) -> dict:
                 )
             else:
                 errors.append({"line": item.line, "kind": item.kind, "reason": item.reason})
+                chars += len(item.reason)
+            if chars > MAX_DUMP_ANSWER_CHARS or time.monotonic() > deadline:
+                why = (
+                    f"the answer would hold more than {MAX_DUMP_ANSWER_CHARS >> 20} Mi characters of text"
+                    if chars > MAX_DUMP_ANSWER_CHARS
+                    else f"reading it takes more than {PARSE_SECONDS:g} s"
+                )
+                raise TooMuchToAnswer(
+                    f"{name}: {why} (stopped at line {item.line:,}); label this dump with "
+                    f"`papertrack label {name} -o labeled.csv`"
+                )
             if len(papers) + len(errors) > MAX_DUMP_RECORDS:
                 raise IngestError(
                     name,
