@@ -113,7 +113,8 @@ def test_predict(client, pyfunc, imported):
     response = client.post("/predict", json={"abstract": ABSTRACTS[0], "title": None, "top_k": 3})
     assert response.status_code == 200, response.text
     body = response.json()
-    assert set(body) == {"tracks", "areas", "prediction_set", "confident", "model"}
+    assert set(body) == {"tracks", "areas", "prediction_set", "confident", "taxonomy", "model"}
+    assert body["taxonomy"] == predictor.taxonomy == "ICLR 2025"  # the default taxonomy, named after its latest source
     check_result(body, 3, predictor.space.n_labels)
     assert len(body["areas"]) == len(predictor.space.areas)
     assert body["model"] == {
@@ -156,7 +157,7 @@ def test_predict_batch_keeps_order_and_matches_predict(client, pyfunc):
     assert set(body) == {"results", "model"}
     assert len(body["results"]) == len(papers)
     for paper, result in zip(papers, body["results"]):
-        assert set(result) == {"tracks", "areas", "prediction_set", "confident"}
+        assert set(result) == {"tracks", "areas", "prediction_set", "confident", "taxonomy"}
         check_result(result, 2, pyfunc[0].space.n_labels)
         single = client.post("/predict", json={**paper, "top_k": 2}).json()
         single.pop("model")
