@@ -4,8 +4,9 @@ For each seed, on the shared data's four labeled files:
 
 * **heads** (today's default): the main taxonomy (ICLR 2024 + ICML 2024 + ICLR 2025, ICLR's names) and the ICML 2025
   head taught by the older papers through the shipped crosswalk. Figures per taxonomy, each in its own names:
-  ``temporal`` (trained on 2024 only, tested on the 2025 source), ``known`` (k-fold over the head's rows, read on
-  its own 2025 papers), area top-1, the Position papers' area recall, and the prediction sets' coverage and mean
+  ``temporal`` (trained on 2024 only, tested on the 2025 source), ``known`` (k-fold over its own 2025 papers, every
+  older paper on the training side; the main taxonomy: k-fold over all its rows, read on its 2025 papers), area
+  top-1, the Position papers' area recall, and the prediction sets' coverage and mean
   size (cross-conformal on the calibration rows the refit uses).
 * **union** (before taxonomies): one label space, every file's labels as they are (``--no-crosswalks``); its
   temporal holdout trained on 2024 and scored on each 2025 source in the union of names.
@@ -30,7 +31,7 @@ from papertrack.models.confidence import calibrate
 from papertrack.training import taxonomies
 from papertrack.training.champion import paired_bootstrap
 from papertrack.training.config import SweepConfig
-from papertrack.training.cv import fold_indices
+from papertrack.training.cv import fold_indices, known_names_split
 from papertrack.training.data import temporal_direction
 from papertrack.training.evaluation import evaluate_candidates
 from papertrack.training.pipeline import read
@@ -122,7 +123,11 @@ def main() -> None:
         per_head = []
         for head in heads.heads:
             temporal, _ = temporal_direction(head.data)
-            split = fold_indices(head.data.y, head.data.space, 5, seed)
+            split = (
+                fold_indices(head.data.y, head.data.space, 5, seed)
+                if head.crosswalk is None
+                else known_names_split(head.data.y, head.data.space, head.data.native_rows, 5, seed)
+            )
             results = evaluate_candidates(candidates, head.data, split, seed, None, (), temporal, args.jobs)
             per_head.append(head_figures(head, {r.candidate.name: r for r in results}, args.candidate))
         if not args.no_union:

@@ -72,6 +72,26 @@ def fold_indices(y: np.ndarray, space: LabelSpace, folds: int, seed: int) -> lis
         return list(splitter.split(np.zeros(len(y)), groups))
 
 
+def known_names_split(
+    y: np.ndarray, space: LabelSpace, native: np.ndarray, folds: int, seed: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """ "New names known": stratified k-fold over the ``native`` rows (a taxonomy's own papers) with every other
+    row (older papers mapped in through a crosswalk) on the training side of every fold. Only native rows are
+    ever scored (:func:`scored_rows`)."""
+    native = np.asarray(native)
+    others = np.setdiff1d(np.arange(len(y)), native)
+    return [
+        (np.sort(np.concatenate([others, native[train]])), native[test])
+        for train, test in fold_indices(y[native], space, folds, seed)
+    ]
+
+
+def scored_rows(split: Sequence[tuple[np.ndarray, np.ndarray]], n: int) -> np.ndarray | None:
+    """The rows some fold of ``split`` scores, sorted; None when that is every one of the ``n`` rows."""
+    rows = np.unique(np.concatenate([test for _, test in split])) if split else np.arange(0)
+    return None if len(rows) == n else rows
+
+
 def cross_validate(
     build: Callable[[], object],
     texts: Sequence[str],

@@ -84,12 +84,18 @@ def nested_cv(
         raise ValueError("every member's OOF matrix must have the same shape (n rows, n_labels)")
     oof = np.zeros_like(probas[0], dtype=np.float64)
     fold_weights = []
+    # rows no fold scores (a "new names known" split: older papers always on the training side) have no
+    # out-of-fold probabilities: weights are chosen on the scored rows only
+    scored = np.unique(np.concatenate([test for _, test in folds])) if folds else np.arange(n)
     for train, test in folds:
+        train = np.intersect1d(train, scored)
         w = select_weights([p[train] for p in probas], y[train], rule, steps, objective)
         oof[test] = combine([p[test] for p in probas], w, rule)
         fold_weights.append(w)
-    weights = select_weights(probas, y, rule, steps, objective)
-    return EnsembleCV(oof, weights, fold_weights, combine(probas, weights, rule))
+    weights = select_weights([p[scored] for p in probas], y[scored], rule, steps, objective)
+    insample = np.zeros_like(oof)
+    insample[scored] = combine([p[scored] for p in probas], weights, rule)
+    return EnsembleCV(oof, weights, fold_weights, insample)
 
 
 def cross_validate_ensemble(

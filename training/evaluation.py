@@ -36,7 +36,7 @@ import numpy as np
 
 from papertrack.models.candidates import Candidate
 from papertrack.models.ensemble import combine, with_weights
-from papertrack.training.cv import CVResult, cv_result, fold_indices
+from papertrack.training.cv import CVResult, cv_result, fold_indices, scored_rows
 from papertrack.training.data import Direction, TrainingSet
 from papertrack.training.ensemble_weights import cross_validate_ensemble, select_weights
 from papertrack.training.fits import Fit, run_fits
@@ -228,7 +228,7 @@ def _evaluate_single(
     # embedding candidates stay in this process: its embedder holds the model and the cache
     outputs = run_fits(build, data.texts, data.y, fits, 1 if needs_embeddings(candidate) else n_jobs, lambda f: done())
     cv = cv_result(cv_fits, outputs, len(data.y), data.space.n_labels)
-    scores = evaluate(cv.oof_proba, data.y, data.space)
+    scores = _scored(cv.oof_proba, data, split)
     metrics = cv_metrics(scores)
     embedding_ms = sum(_encode_cost(b, data, encode_ms) for b in _backends(candidate, data, seed))
     metrics.update(
@@ -321,7 +321,7 @@ def _evaluate_ensemble(
     ens = cross_validate_ensemble(candidate, {m: singles[m].cv.oof_proba for m in members}, data.y, split)
     search_seconds = time.perf_counter() - started
     used = [r for r, w in zip(member_results, ens.weights) if w > 0]
-    metrics = cv_metrics(evaluate(ens.oof_proba, data.y, data.space))
+    metrics = cv_metrics(_scored(ens.oof_proba, data, split))
     metrics.update(
         # what the refit ensemble costs: its members' fits and predictions (an upper bound for
         # prediction: members with identical feature steps share one transform), each sentence
@@ -330,7 +330,7 @@ def _evaluate_ensemble(
         predict_ms_per_abstract=_ensemble_cost(used),
         weight_search_seconds=search_seconds,
     )
-    metrics.update(insample_metrics(evaluate(ens.insample_proba, data.y, data.space)))
+    metrics.update(insample_metrics(_scored(ens.insample_proba, data, split)))
     weights = {m: round(float(w), 4) for m, w in zip(members, ens.weights)}
     extra = {
         "weights": ", ".join(f"{m}={w:g}" for m, w in weights.items()),
@@ -363,6 +363,12 @@ def _evaluate_ensemble(
     return CandidateResult(
         with_weights(candidate, ens.weights), metrics, cv, extra, weights, shift, data.y, temporal=later
     )
+
+
+def _scored(proba: np.ndarray, data: TrainingSet, split: Split) -> dict[str, float]:
+    """:func:`evaluate` on the rows the split scores (every row, but for a "new names known" split)."""
+    rows = scored_rows(split, len(data.y))
+    return evaluate(proba, data.y, data.space) if rows is None else evaluate(proba[rows], data.y[rows], data.space)
 
 
 def _ensemble_cost(used: Sequence[CandidateResult]) -> float:

@@ -24,7 +24,7 @@ from papertrack.registry import ranking_metrics
 from papertrack.training import artifact_extras, preflight, promotion, taxonomies
 from papertrack.training.champion import ChampionChoice, Contender, choose_champion
 from papertrack.training.config import SweepConfig
-from papertrack.training.cv import check_trainable, fold_indices
+from papertrack.training.cv import check_trainable, fold_indices, known_names_split
 from papertrack.training.data import Direction, TrainingSet, one_year_only, source_of, temporal_direction
 from papertrack.training.dataset import load_dataset
 from papertrack.training.evaluation import (
@@ -216,13 +216,13 @@ def evaluate_all(
 def evaluate_head(
     candidates: Sequence[Candidate], head: taxonomies.Head, config: SweepConfig, listener: Listener
 ) -> dict[str, CandidateResult]:
-    """Every candidate in one other taxonomy: stratified k-fold over its training set (its own papers and the
-    older ones mapped through its crosswalk) and its temporal holdout (trained on the earlier years' papers in
-    its names, tested on its own latest-year papers). The progress is the listener's; the results are kept for
-    :func:`merge_heads` (not logged as runs of their own)."""
+    """Every candidate in one other taxonomy: "new names known" — stratified k-fold over its own papers, every
+    older paper mapped through its crosswalk on the training side of each fold — and its temporal holdout
+    (trained on the earlier years' papers in its names, tested on its own latest-year papers). The progress is
+    the listener's; the results are kept for :func:`merge_heads` (not logged as runs of their own)."""
     data = head.data
     temporal, _ = temporal_direction(data)
-    split = fold_indices(data.y, data.space, config.folds, config.seed)
+    split = known_names_split(data.y, data.space, data.native_rows, config.folds, config.seed)
     results = evaluate_candidates(
         candidates, data, split, config.seed, _ProgressOnly(listener), (), temporal, config.n_jobs
     )
@@ -272,8 +272,7 @@ def merge_heads(result: CandidateResult, default: str, others: dict[str, tuple[C
       (each paper once, in its own taxonomy's names: what the champion rule ranks by and the paired bootstrap
       resamples), macro-F1 the mean of the taxonomies';
     * ``known_<m>.<taxonomy>`` (other taxonomies): "new names known" — its own papers' out-of-fold figures from
-      the k-fold over its training set (its newest papers in 4 of 5 folds, the older sources mapped in);
-    * ``cv_<m>.<taxonomy>`` (other taxonomies): that k-fold over all its rows.
+      the k-fold over them, every older paper (mapped in) on the training side of each fold.
     """
     if not others:
         return
@@ -287,20 +286,15 @@ def merge_heads(result: CandidateResult, default: str, others: dict[str, tuple[C
         for m in HEAD_METRICS:
             metrics[f"temporal_{m}.{taxonomy_slug(default)}"] = metrics[f"temporal_{m}"]
             pooled[m].append((metrics[f"temporal_{m}"], n))
-    for name, (other, data) in others.items():
+    for name, (other, _) in others.items():
         slug = taxonomy_slug(name)
         if other.temporal is not None:
             n = len(other.temporal.held_out(other.y)[1])
             for m in HEAD_METRICS:
                 metrics[f"temporal_{m}.{slug}"] = other.metrics[f"temporal_{m}"]
                 pooled[m].append((other.metrics[f"temporal_{m}"], n))
-        native = data.native_rows
-        if len(native):
-            scores = evaluate(other.cv.oof_proba[native], data.y[native], data.space)
-            for m in HEAD_METRICS:
-                metrics[f"known_{m}.{slug}"] = scores[m]
-        for m in HEAD_METRICS:
-            metrics[f"cv_{m}.{slug}"] = other.metrics[f"cv_{m}"]
+        for m in HEAD_METRICS:  # its k-fold scored its own papers only (training.cv.known_names_split)
+            metrics[f"known_{m}.{slug}"] = other.metrics[f"cv_{m}"]
     for m, parts in pooled.items():
         if len(parts) > 1:
             if m == "label_macro_f1":
@@ -382,7 +376,7 @@ def refit(
         # side, like the refit model (its temporal holdout, trained on older names only, is far less sure)
         native = head.data.native_rows
         known = (result.cv.oof_proba[native], head.data.y[native], "new-names-known")
-        other = _refit_one(result, head.data, seed, use_title, known)
+        other = _refit_one(result, head.data, seed, use_title, known, native)
         other.predictor.taxonomy, other.predictor.sources = head.name, head.sources
         main.predictor.heads[head.name] = other.predictor
         main.heads[head.name] = other
@@ -390,7 +384,12 @@ def refit(
 
 
 def _refit_one(
-    winner: CandidateResult, data: TrainingSet, seed: int, use_title: bool, held_out: tuple | None = None
+    winner: CandidateResult,
+    data: TrainingSet,
+    seed: int,
+    use_title: bool,
+    held_out: tuple | None = None,
+    profiled: np.ndarray | None = None,
 ) -> Refit:
     classifier = winner.candidate.build(data.space.n_labels, seed).fit(data.texts, data.y)
     card = ModelCard(
@@ -408,11 +407,12 @@ def _refit_one(
     proba, y, source = held_out or (winner.selection_proba, winner.selection_y, winner.selection)
     confidence = artifact_extras.attach(predictor, proba, y, data, source)
     # drift reports: "unsure" is "not confident" (the answers' confident flag), for the dump and the holdout
+    rows = np.arange(len(data.y)) if profiled is None else profiled  # rows with out-of-fold answers
     predictor.training_profile = build_profile(
-        data.texts,
-        data.y,
+        [data.texts[i] for i in rows],
+        data.y[rows],
         data.space,
-        winner.cv.oof_proba,
+        winner.cv.oof_proba[rows],
         seed,
         unsure_below=predictor.confidence.top1_threshold,
         unsure_source="not confident",
