@@ -86,12 +86,12 @@ def head_figures(head, results: dict, name: str) -> dict:
     return out
 
 
-def union_hits(records, candidates, seed: int, n_jobs: int) -> dict[str, tuple[np.ndarray, list[str]]]:
+def union_hits(records, candidates, seed: int, n_jobs: int, folds: int = 5) -> dict[str, tuple[np.ndarray, list[str]]]:
     """The union label space's temporal top-3 hits on each 2025 source (in the union of names)."""
     heads = taxonomies.build(records, RenameMap.with_extra(()), [], use_title=False)
     data = heads.default.data
     temporal, _ = temporal_direction(data)
-    split = fold_indices(data.y, data.space, 5, seed)
+    split = fold_indices(data.y, data.space, folds, seed)
     results = evaluate_candidates(candidates, data, split, seed, None, (), temporal, n_jobs)
     r = {x.candidate.name: x for x in results}[candidates[-1].name]
     proba, y = r.temporal.held_out(data.y)
@@ -109,6 +109,12 @@ def main() -> None:
     parser.add_argument("-c", "--candidate", default="ensemble-tfidf")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--no-union", action="store_true", help="skip the union comparison")
+    parser.add_argument(
+        "--main-folds",
+        type=int,
+        default=5,
+        help="CV folds of the main taxonomy and the union (not reported)",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     settings.quiet_third_parties()
@@ -124,14 +130,14 @@ def main() -> None:
         for head in heads.heads:
             temporal, _ = temporal_direction(head.data)
             split = (
-                fold_indices(head.data.y, head.data.space, 5, seed)
+                fold_indices(head.data.y, head.data.space, args.main_folds, seed)
                 if head.crosswalk is None
                 else known_names_split(head.data.y, head.data.space, head.data.native_rows, 5, seed)
             )
             results = evaluate_candidates(candidates, head.data, split, seed, None, (), temporal, args.jobs)
             per_head.append(head_figures(head, {r.candidate.name: r for r in results}, args.candidate))
         if not args.no_union:
-            union = union_hits(records, candidates, seed, args.jobs)
+            union = union_hits(records, candidates, seed, args.jobs, args.main_folds)
             for figures in per_head:
                 source = figures["taxonomy"]
                 if source in union:
