@@ -5,7 +5,7 @@ Three things decide, in this order (the decision and its numbers are printed and
 1. **Sanity checks** (:func:`sanity_problems`): a winner below the majority baseline on the yardstick, one that
    knows far fewer labels than the champion (fewer than :data:`FEW_LABELS` of them; ``train --force`` allows it),
    or one whose calibration degenerates in any taxonomy (empirical coverage more than :data:`COVERAGE_SLACK` from
-   nominal, ``confident`` unreachable, prediction sets of more than :data:`MAX_SET_SHARE` of the labels on average)
+   nominal, ``confident`` never true on the held-out papers, prediction sets of more than :data:`MAX_SET_SHARE` of the labels on average)
    never replaces a champion. The first model of a store becomes champion whatever they say (there is nothing
    better to serve), with the problems in its reason.
 2. **Data changed** (the champion was trained on other data): its *recipe* — the candidate it was, by name — is
@@ -81,8 +81,8 @@ def sanity_problems(
             )
         if not confidence.mean_set_size <= MAX_SET_SHARE * labels:
             problems.append(f"prediction sets hold {confidence.mean_set_size:.1f} of {labels} labels on average{where}")
-        if not confidence.top1_threshold < 1.0:
-            problems.append(f"'confident' is unreachable{where} (no top-1 threshold reaches the target precision)")
+        if not confidence.confident_share > 0:
+            problems.append(f"'confident' is never true{where} on its held-out papers")
     return problems
 
 
