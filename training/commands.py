@@ -35,8 +35,19 @@ def train(
     ] = DEFAULTS.budget_ms,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help=option_help("jobs"))] = DEFAULTS.jobs,
     rename: Annotated[list[str] | None, typer.Option("--rename", help=option_help("renames"))] = None,
+    abstract_column: Annotated[
+        str | None,
+        typer.Option(help="The CSV column (or JSON field) that holds the abstract (default: 'abstract')."),
+    ] = None,
+    title_column: Annotated[
+        str | None, typer.Option(help="The CSV column (or JSON field) that holds the title (default: 'title').")
+    ] = None,
+    id_column: Annotated[
+        str | None, typer.Option(help="The CSV column (or JSON field) that holds the id (default: 'id').")
+    ] = None,
 ) -> None:
     """Evaluate every candidate (one MLflow run each) on next year's papers, refit the best, register it."""
+    from papertrack.features.ingest.columns import check_inputs, use_columns
     from papertrack.training.report import print_results, print_runs_link
     from papertrack.training.sweep import run_sweep
     from papertrack.training.sweep_logging import RUNS_VIEW_KEY
@@ -54,7 +65,9 @@ def train(
         renames=rename or (),
         jobs=jobs,
     )
-    result = run_sweep(config, console=console)
+    with use_columns(abstract_column, title_column, id_column):
+        check_inputs(config.paths, fmt)  # a CSV without its abstract column: before anything else
+        result = run_sweep(config, console=console)
     print_results(console, result)
     print_runs_link(console, result.tracking_uri, result.experiment_id, RUNS_VIEW_KEY)
 
@@ -84,7 +97,7 @@ def runs(
         raise typer.BadParameter("choose one of --all and --sweep")
     if sweep is not None and not re.fullmatch(r"[0-9a-fA-F]+", sweep):
         raise typer.BadParameter(f"{sweep!r} is not a run id (hexadecimal, as train prints it: 'parent run 9df3…')")
-    uri = store.configure()
+    uri = store.configure(create=False)  # a read: never creates a store
     board = leaderboard(latest_sweep_only=not all_sweeps, limit=limit, sweep=sweep)
     if board.empty and sweep is not None:
         console.print(f"No candidate runs of sweep {sweep} in {uri}. `papertrack runs --all --json` lists them all.")

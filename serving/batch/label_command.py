@@ -87,13 +87,66 @@ def label(
         list[str] | None,
         typer.Option("--spark-conf", help="A Spark setting KEY=VALUE (repeatable), e.g. spark.executor.memory=4g."),
     ] = None,
+    abstract_column: Annotated[
+        str | None,
+        typer.Option(help="The CSV column (or JSON field) that holds the abstract (default: 'abstract')."),
+    ] = None,
+    title_column: Annotated[
+        str | None, typer.Option(help="The CSV column (or JSON field) that holds the title (default: 'title').")
+    ] = None,
+    id_column: Annotated[
+        str | None, typer.Option(help="The CSV column (or JSON field) that holds the id (default: 'id').")
+    ] = None,
 ) -> None:
     """Label every abstract of the dump(s): one output row per input record, in input order.
 
     Exit status: 0 all labeled; 3 finished, some records in the errors file; 2 bad input/options; 1 no model
     or a labeling worker died (rerun with --resume).
     """
+    from papertrack.features.ingest.columns import use_columns
+
+    if engine == "spark" and (abstract_column or title_column or id_column):
+        raise UsageError("--abstract-column, --title-column and --id-column are for --engine local")
+    with use_columns(abstract_column, title_column, id_column):
+        _label(
+            dumps,
+            output,
+            top_k=top_k,
+            model=model,
+            url=url,
+            resume=resume,
+            fmt=fmt,
+            errors=errors,
+            chunk_size=chunk_size,
+            workers=workers,
+            progress=progress,
+            engine=engine,
+            master=master,
+            partitions=partitions,
+            spark_conf=spark_conf,
+        )
+
+
+def _label(
+    dumps,
+    output,
+    *,
+    top_k,
+    model,
+    url,
+    resume,
+    fmt,
+    errors,
+    chunk_size,
+    workers,
+    progress,
+    engine,
+    master,
+    partitions,
+    spark_conf,
+) -> None:
     from papertrack.features.ingest import IngestError, expand_stdin, is_stdin
+    from papertrack.features.ingest.columns import check_inputs
     from papertrack.serving.batch.labeler import LabelError
     from papertrack.serving.batch.labeler.run import claim_outputs, plan_run
 
@@ -136,6 +189,7 @@ def label(
     dumps = expand_stdin(dumps)
     # every argument is checked, and the output claimed, before the model loads (seconds)
     try:
+        check_inputs(dumps, fmt)  # a CSV without its abstract column: now, not after the model loaded
         plan = plan_run(dumps, output, errors=errors, fmt=fmt)
     except (IngestError, LabelError) as exc:
         error(exc)
