@@ -286,3 +286,50 @@ def test_predict_frame_columns_cannot_clash_with_a_labeled_dump():
 def test_iclr_records_have_the_fields_the_frame_would_have_clashed_with(data_dir):
     first = json.loads(Path(data_dir, "iclr2024_topics.jsonl").open(encoding="utf-8").readline())
     assert "area" in first or "label" in first
+
+
+# --------------------------------------------------------------------------- a new user's walk, end to end
+
+
+@pytest.mark.slow
+def test_a_trained_model_is_found_from_a_subfolder_and_from_outside_the_project(trained, tmp_path):
+    """The session's trained store as a project's ``.papertrack``: ``label`` from a folder inside the project and
+    from a folder outside it (through the store recorded per user) labels, with no traceback and no new store."""
+    import subprocess
+    import sys
+
+    project, outside, state = tmp_path / "project", tmp_path / "outside", tmp_path / "state"
+    (project / "notes").mkdir(parents=True)
+    outside.mkdir()
+    (project / ".papertrack").symlink_to(trained["home"], target_is_directory=True)
+    dump = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "samples" / "unlabeled_dump.txt"
+    if not dump.exists():
+        pytest.skip(f"{dump} not found")
+    env = {k: v for k, v in os.environ.items() if k not in (settings.HOME_ENV, settings.TRACKING_URI_ENV)}
+    env["XDG_STATE_HOME"] = str(state)
+
+    def label(cwd: Path):
+        return subprocess.run(
+            [sys.executable, "-m", "papertrack.cli", "label", str(dump), "-o", "out.jsonl", "--no-progress"],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    inside = label(project / "notes")
+    assert inside.returncode == 0, inside.stderr
+    assert "Traceback" not in inside.stderr and "not found" not in inside.stderr
+    assert (project / "notes" / "out.jsonl").read_text(encoding="utf-8").count("\n") == 30
+    lost = label(outside)  # nothing recorded yet: the error says where it looked
+    assert lost.returncode == 1 and f"no .papertrack/mlflow.db in {outside} or a folder above it" in " ".join(
+        lost.stderr.split()
+    )
+    (state / "papertrack").mkdir(parents=True)
+    (state / "papertrack" / "last-store").write_text(f"{project / '.papertrack'}\n", encoding="utf-8")
+    found = label(outside)
+    assert found.returncode == 0, found.stderr
+    assert f"using {project / '.papertrack'}, the store `papertrack train` last used" in found.stderr
+    assert "Traceback" not in found.stderr
+    assert sorted(p.name for p in outside.iterdir() if p.name.startswith(".")) == []  # no .papertrack created
