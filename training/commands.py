@@ -20,6 +20,16 @@ def train(
     fmt: Annotated[
         str | None, typer.Option("--format", help=f"{option_help('fmt')}: {', '.join(FORMATS)}.")
     ] = DEFAULTS.fmt,
+    abstract_column: Annotated[
+        str | None,
+        typer.Option(help="The CSV column (or JSON field) that holds the abstract (default: 'abstract')."),
+    ] = None,
+    title_column: Annotated[
+        str | None, typer.Option(help="The CSV column (or JSON field) that holds the title (default: 'title').")
+    ] = None,
+    id_column: Annotated[
+        str | None, typer.Option(help="The CSV column (or JSON field) that holds the id (default: 'id').")
+    ] = None,
     candidates: Annotated[
         list[str] | None, typer.Option("--candidate", "-c", help=option_help("candidate_names"))
     ] = None,
@@ -35,16 +45,6 @@ def train(
     ] = DEFAULTS.budget_ms,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help=option_help("jobs"))] = DEFAULTS.jobs,
     rename: Annotated[list[str] | None, typer.Option("--rename", help=option_help("renames"))] = None,
-    abstract_column: Annotated[
-        str | None,
-        typer.Option(help="The CSV column (or JSON field) that holds the abstract (default: 'abstract')."),
-    ] = None,
-    title_column: Annotated[
-        str | None, typer.Option(help="The CSV column (or JSON field) that holds the title (default: 'title').")
-    ] = None,
-    id_column: Annotated[
-        str | None, typer.Option(help="The CSV column (or JSON field) that holds the id (default: 'id').")
-    ] = None,
 ) -> None:
     """Evaluate every candidate (one MLflow run each) on next year's papers, refit the best, register it."""
     from papertrack.features.ingest.columns import check_inputs, use_columns
