@@ -9,11 +9,13 @@ model or trains — so a missing column is an error at once, naming the file, th
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, fields
 from os import PathLike
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -106,3 +108,15 @@ def check_inputs(paths: Sequence[str | PathLike], fmt: str | None = None) -> Non
     for path in paths:
         if detect_format(path, fmt) == "csv":
             read_header(path)
+
+
+def reading_columns(command: Callable[..., Any]) -> Callable[..., Any]:
+    """A CLI command whose ``abstract_column``, ``title_column`` and ``id_column`` options are in force while it
+    runs (:func:`use_columns`); its signature (the options typer reads) is the command's own."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with use_columns(kwargs.get("abstract_column"), kwargs.get("title_column"), kwargs.get("id_column")):
+            return command(*args, **kwargs)
+
+    return run

@@ -103,48 +103,6 @@ def label(
     Exit status: 0 all labeled; 3 finished, some records in the errors file; 2 bad input/options; 1 no model
     or a labeling worker died (rerun with --resume).
     """
-    from papertrack.features.ingest.columns import use_columns
-
-    if engine == "spark" and (abstract_column or title_column or id_column):
-        raise UsageError("--abstract-column, --title-column and --id-column are for --engine local")
-    with use_columns(abstract_column, title_column, id_column):
-        _label(
-            dumps,
-            output,
-            top_k=top_k,
-            model=model,
-            url=url,
-            resume=resume,
-            fmt=fmt,
-            errors=errors,
-            chunk_size=chunk_size,
-            workers=workers,
-            progress=progress,
-            engine=engine,
-            master=master,
-            partitions=partitions,
-            spark_conf=spark_conf,
-        )
-
-
-def _label(
-    dumps,
-    output,
-    *,
-    top_k,
-    model,
-    url,
-    resume,
-    fmt,
-    errors,
-    chunk_size,
-    workers,
-    progress,
-    engine,
-    master,
-    partitions,
-    spark_conf,
-) -> None:
     from papertrack.features.ingest import IngestError, expand_stdin, is_stdin
     from papertrack.features.ingest.columns import check_inputs
     from papertrack.serving.batch.labeler import LabelError
@@ -152,6 +110,8 @@ def _label(
 
     if engine not in ("local", "spark"):
         raise UsageError(f"--engine must be local or spark, got {engine!r}")
+    if engine == "spark" and (abstract_column or title_column or id_column):
+        raise UsageError("--abstract-column, --title-column and --id-column are for --engine local")
     if engine == "spark":
         from papertrack.serving.batch.labeler.spark import SparkOptions, label_with_spark
 
@@ -339,4 +299,6 @@ def _print_summary(result) -> None:
 
 
 def add_commands(app: typer.Typer) -> None:
-    app.command()(label)
+    from papertrack.features.ingest.columns import reading_columns
+
+    app.command("label")(reading_columns(label))

@@ -56,13 +56,6 @@ def suggest(
     ] = None,
 ) -> None:
     """Pick the abstracts whose labels would teach the model most; write them, pre-labeled with its guess, to edit."""
-    from papertrack.features.ingest.columns import use_columns
-
-    with use_columns(abstract_column, title_column, id_column):
-        _suggest(dumps, output, n=n, strategy=strategy, measure=measure, model=model, seed=seed, fmt=fmt)
-
-
-def _suggest(dumps, output, *, n, strategy, measure, model, seed, fmt) -> None:
     from papertrack.features.ingest import expand_stdin
     from papertrack.features.ingest.columns import check_inputs
     from papertrack.serving.batch import suggest as s
@@ -104,4 +97,6 @@ def _suggest(dumps, output, *, n, strategy, measure, model, seed, fmt) -> None:
 
 
 def add_commands(app: typer.Typer) -> None:
-    app.command()(suggest)
+    from papertrack.features.ingest.columns import reading_columns
+
+    app.command("suggest")(reading_columns(suggest))
