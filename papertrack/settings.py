@@ -1,9 +1,9 @@
 """Every setting papertrack reads from the environment, in one frozen object.
 
-:data:`VARIABLES` lists them (name, default, meaning); :func:`markdown_table` renders that list as the README's
-table ("Where things are kept"; ``python -m papertrack.settings`` prints it and ``tests/cli/test_settings.py`` fails
-when the README disagrees). :func:`current` reads them at call time (tests and the CLI change the environment
-between calls).
+:data:`VARIABLES` lists them (name, default, meaning); :func:`markdown_table` renders that list as the table of
+docs/reference.md ("Where things are kept"; ``python -m papertrack.settings`` prints it and
+``tests/cli/test_settings.py`` fails when the page disagrees). :func:`current` reads them at call time (tests and
+the CLI change the environment between calls).
 """
 
 from __future__ import annotations

@@ -34,8 +34,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _readme_settings_table() -> str:
-    """The markdown table of the README's "Where things are kept" section, header included."""
-    section = REPO.joinpath("README.md").read_text(encoding="utf-8").split("## Where things are kept", 1)[1]
+    """The markdown table of the "Where things are kept" section (docs/reference.md), header included."""
+    section = REPO.joinpath("docs", "reference.md").read_text(encoding="utf-8").split("## Where things are kept", 1)[1]
     lines = section.split("\n## ", 1)[0].splitlines()
     return "".join(line + "\n" for line in lines if line.startswith("|"))
 
