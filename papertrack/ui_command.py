@@ -22,7 +22,7 @@ from typing import Annotated
 
 import typer
 
-from papertrack import settings, store
+from papertrack import settings
 from papertrack.console import console
 from papertrack.errors import PapertrackError, UsageError
 
@@ -61,6 +61,7 @@ def ui(
     browser: Annotated[bool, typer.Option(help="Open the runs view in the browser once the UI answers.")] = True,
 ) -> None:
     """Start MLflow's UI on papertrack's store and open the runs table of the latest sweep (Ctrl+C stops it)."""
+    from papertrack import store
     from papertrack.serving.http.serve_command import _port_in_use
 
     uri = store.configure(create=False)

@@ -333,3 +333,13 @@ def test_a_trained_model_is_found_from_a_subfolder_and_from_outside_the_project(
     assert f"using {project / '.papertrack'}, the store `papertrack train` last used" in found.stderr
     assert "Traceback" not in found.stderr
     assert sorted(p.name for p in outside.iterdir() if p.name.startswith(".")) == []  # no .papertrack created
+
+
+def test_the_cli_starts_without_importing_mlflow():
+    """``papertrack --version`` or a CSV header error must not wait for MLflow's import (seconds)."""
+    import subprocess
+    import sys
+
+    code = "import sys, papertrack.cli; print(sorted({m.split('.')[0] for m in sys.modules} & {'mlflow', 'sklearn'}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
