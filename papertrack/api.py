@@ -8,7 +8,8 @@
     model.explain("We propose a ...")          # the terms behind each track, the nearest labeled papers
 
 The model comes from the same store as the CLI: ``MLFLOW_TRACKING_URI`` when set, else the sqlite store under
-``PAPERTRACK_HOME`` (``./.papertrack``) — never an ``mlflow.db`` in the working directory. Answers are those of
+``PAPERTRACK_HOME`` (default: the nearest ``.papertrack/`` from the working directory up) — never an ``mlflow.db`` in
+the working directory, and nothing is created when there is no store. Answers are those of
 :meth:`~papertrack.models.artifact.TrackPredictor.predict`, the one code path the service, ``papertrack label`` and
 the MLflow pyfunc share.
 """
@@ -26,24 +27,23 @@ if TYPE_CHECKING:
     from papertrack.models.artifact import TrackPredictor
 
 DEFAULT_MODEL = f"models:/{settings.MODEL_NAME}@{settings.CHAMPION}"
-FRAME_COLUMNS = ("track", "probability", "top_k", "area", "area_probability", "confident", "prediction_set")
+# predict_frame's columns: each starts with "pred_", so the answer joins onto a frame of papers without a clash (a
+# labeled dump has its own "area", "label", ...): papers.join(model.predict_frame(papers["abstract"]))
+FRAME_PREFIX = "pred_"
+FRAME_COLUMNS = tuple(
+    FRAME_PREFIX + name for name in ("track", "probability", "top_k", "area", "area_probability", "confident", "set")
+)
 
 
 def load(model_uri: str | None = None) -> Predictor:
     """The model at ``model_uri`` (an MLflow model URI; default the registered champion,
     ``models:/papertrack@champion``), from papertrack's store. Raises
     :class:`~papertrack.errors.NoModelError` saying what to do when there is none."""
-    from papertrack.errors import NoModelError
+    from papertrack.model_lookup import API_ARGUMENT
     from papertrack.serving.model_loader import load_model
 
     uri = model_uri or DEFAULT_MODEL
-    try:
-        predictor = load_model(uri).predictor
-    except NoModelError as exc:
-        raise NoModelError(
-            str(exc).replace("--model ", "model_uri=").replace("pass --model", "pass model_uri")
-        ) from None
-    return Predictor(predictor, uri)
+    return Predictor(load_model(uri, option=API_ARGUMENT).predictor, uri)
 
 
 class Predictor:
@@ -99,9 +99,11 @@ class Predictor:
         *,
         taxonomy: str | None = None,
     ) -> pd.DataFrame:
-        """One row per abstract (the index of a Series is kept): ``track`` and ``probability`` (the top one),
-        ``top_k`` ("label (p); label (p); ..."), ``area`` and ``area_probability`` (the top area),
-        ``confident`` and ``prediction_set`` (a list; None for a model without calibration)."""
+        """One row per abstract (the index of a Series is kept), every column prefixed ``pred_`` (:data:`FRAME_COLUMNS`)
+        so that ``papers.join(model.predict_frame(papers["abstract"]))`` never clashes with the papers' own columns:
+        ``pred_track`` and ``pred_probability`` (the top one), ``pred_top_k`` ("label (p); label (p); ..."),
+        ``pred_area`` and ``pred_area_probability`` (the top area), ``pred_confident`` and ``pred_set`` (the
+        prediction set, a list; None for a model without calibration)."""
         import pandas as pd
 
         index = texts.index if isinstance(texts, pd.Series) else None
@@ -110,15 +112,15 @@ class Predictor:
         for answer in answers:
             top, area = answer["tracks"][0], answer["areas"][0]
             rows.append(
-                {
-                    "track": top["label"],
-                    "probability": top["probability"],
-                    "top_k": "; ".join(f"{t['label']} ({t['probability']:.3f})" for t in answer["tracks"]),
-                    "area": area["area"],
-                    "area_probability": area["probability"],
-                    "confident": answer.get("confident"),
-                    "prediction_set": answer.get("prediction_set"),
-                }
+                (
+                    top["label"],
+                    top["probability"],
+                    "; ".join(f"{t['label']} ({t['probability']:.3f})" for t in answer["tracks"]),
+                    area["area"],
+                    area["probability"],
+                    answer.get("confident"),
+                    answer.get("prediction_set"),
+                )
             )
         return pd.DataFrame(rows, columns=list(FRAME_COLUMNS), index=index)
 

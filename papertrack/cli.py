@@ -20,7 +20,7 @@ import typer
 from rich.text import Text
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
-from papertrack import settings, tracking_server
+from papertrack import settings, tracking_server, ui_command
 from papertrack.console import err_console
 from papertrack.errors import NoModelError, PapertrackError
 from papertrack.serving import taxonomies_command
@@ -255,6 +255,7 @@ label_command.add_commands(app)
 suggest_command.add_commands(app)
 taxonomies_command.add_commands(app)
 tracking_server.add_commands(app)
+ui_command.add_commands(app)
 
 
 def main() -> None:

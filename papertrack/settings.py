@@ -1,9 +1,9 @@
 """Every setting papertrack reads from the environment, in one frozen object.
 
-:data:`VARIABLES` lists them (name, default, meaning); :func:`markdown_table` renders that list as the README's
-table ("Where things are kept"; ``python -m papertrack.settings`` prints it and ``tests/cli/test_settings.py`` fails
-when the README disagrees). :func:`current` reads them at call time (tests and the CLI change the environment
-between calls).
+:data:`VARIABLES` lists them (name, default, meaning); :func:`markdown_table` renders that list as the table of
+docs/reference.md ("Where things are kept"; ``python -m papertrack.settings`` prints it and
+``tests/cli/test_settings.py`` fails when the page disagrees). :func:`current` reads them at call time (tests and
+the CLI change the environment between calls).
 """
 
 from __future__ import annotations
@@ -47,7 +47,11 @@ VARIABLES: tuple[Variable, ...] = (
         "`../shared/data` (from the working directory)",
         "the shared data folder (`--data` overrides per command)",
     ),
-    Variable(HOME_ENV, "`./.papertrack`", "MLflow sqlite store `mlflow.db`, artifacts `artifacts/`, embedding cache"),
+    Variable(
+        HOME_ENV,
+        "the nearest `.papertrack/` holding `mlflow.db`, from the working directory up; else `./.papertrack`",
+        "MLflow sqlite store `mlflow.db`, artifacts `artifacts/`, embedding cache",
+    ),
     Variable(EMBEDDING_CACHE_ENV, "`<home>/embedding-cache`", "sentence-embedding cache folder; `off` disables it"),
     Variable(TORCH_THREADS_ENV, "the CPUs this process may use", "torch threads for embedding"),
     Variable(
@@ -100,6 +104,9 @@ class Settings:
     trace_predictions: bool
     user_tracking_uri: str | None  # MLFLOW_TRACKING_URI when the user (not papertrack) set it
     allowed_hosts: tuple[str, ...] = ()  # Host names the service answers besides the loopback ones
+    # how ``home`` was chosen: "env" (PAPERTRACK_HOME), "found" (the nearest .papertrack/mlflow.db from the working
+    # directory up) or "new" (none found: ./.papertrack, where ``train`` creates one)
+    home_source: str = "env"
 
     @property
     def tracking_uri(self) -> str:
@@ -129,9 +136,30 @@ def _int(name: str, value: str | None, default: int | None) -> int | None:
         raise UsageError(f"{name} must be a whole number, got {value!r}") from None
 
 
+STORE_FOLDER = ".papertrack"  # the store's folder, looked for from the working directory up (as git finds .git)
+STORE_DATABASE = "mlflow.db"  # what makes a folder a store
+
+
+def find_store(start: Path) -> Path | None:
+    """The nearest ``.papertrack`` folder holding ``mlflow.db`` in ``start`` or a folder above it, else None."""
+    for folder in (start, *start.parents):
+        candidate = folder / STORE_FOLDER
+        if (candidate / STORE_DATABASE).is_file():
+            return candidate
+    return None
+
+
+def _home(env) -> tuple[Path, str]:
+    if env.get(HOME_ENV):
+        return Path(env[HOME_ENV]).expanduser().resolve(), "env"
+    here = Path.cwd().resolve()
+    found = find_store(here)
+    return (found, "found") if found is not None else (here / STORE_FOLDER, "new")
+
+
 def current() -> Settings:
     env = os.environ
-    home = Path(env.get(HOME_ENV, ".papertrack")).expanduser().resolve()
+    home, home_source = _home(env)
     cache_value = env.get(EMBEDDING_CACHE_ENV)
     if cache_value is not None and cache_value.strip().lower() in _OFF:
         cache = None
@@ -149,6 +177,7 @@ def current() -> Settings:
         trace_predictions=_flag(env.get(TRACE_ENV)),
         user_tracking_uri=uri if uri and uri != _uri_set_by_papertrack else None,
         allowed_hosts=tuple(h.strip() for h in env.get(ALLOWED_HOSTS_ENV, "").split(",") if h.strip()),
+        home_source=home_source,
     )
 
 

@@ -1,6 +1,12 @@
 """The MLflow store both training and serving talk to: where it is and how to reach it.
 
-Default: a sqlite store under ``PAPERTRACK_HOME`` with artifacts in ``<home>/artifacts``. A user-set
+Default: a sqlite store under ``PAPERTRACK_HOME`` with artifacts in ``<home>/artifacts``. Without
+``PAPERTRACK_HOME``, the store is the nearest ``.papertrack/`` holding ``mlflow.db`` in the working directory or a
+folder above it (as git finds ``.git``), so every folder of a project uses the project's store; ``train`` creates
+``./.papertrack`` when there is none. A command that only reads (``label``, ``suggest``, ``serve``, ``build``,
+``runs``, ``ui``, ``papertrack.load()``) never creates a store: outside any project it uses the store
+``train`` last wrote to (recorded per user, :func:`recorded_store`), else it raises :class:`NoStore` saying where it
+looked. A user-set
 ``MLFLOW_TRACKING_URI`` wins; for a database URI (sqlite, postgresql, ...) the experiment's artifacts
 still go under ``PAPERTRACK_HOME`` (never the working directory), for a tracking server (http/https)
 they go to the server's artifact store.
@@ -13,6 +19,8 @@ which retries for minutes, is used: a server that is down, or whose database is 
 from __future__ import annotations
 
 import errno
+import logging
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -20,7 +28,9 @@ import mlflow
 from mlflow.tracking import MlflowClient
 
 from papertrack import settings
-from papertrack.errors import PapertrackError
+from papertrack.errors import NoModelError, PapertrackError
+
+logger = logging.getLogger(__name__)
 
 PROBE_TIMEOUT = 10.0  # seconds for the one reachability request to a tracking server
 
@@ -33,19 +43,105 @@ class StoreNotWritable(PapertrackError):
     """The store's folder (``PAPERTRACK_HOME``) or its database cannot be written."""
 
 
-def configure() -> str:
+class NoStore(NoModelError):
+    """A command that reads found no store (it never creates one); the message says where it looked."""
+
+
+LAST_STORE_FILE = "last-store"  # in the per-user state folder: the store ``train`` last wrote to
+_recorded_home: Path | None = None  # the recorded store this process fell back to (then set as PAPERTRACK_HOME)
+
+
+def recorded_store_file() -> Path:
+    """Where ``train`` records the store it wrote to (``~/.local/state/papertrack/last-store`` on Linux)."""
+    import platformdirs
+
+    return platformdirs.user_state_path("papertrack") / LAST_STORE_FILE
+
+
+def recorded_store() -> Path | None:
+    """The store ``train`` last wrote to, when it still holds ``mlflow.db``."""
+    try:
+        home = Path(recorded_store_file().read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None
+    return home if home.is_absolute() and (home / settings.STORE_DATABASE).is_file() else None
+
+
+def _record_store(home: Path) -> None:
+    """Remember ``home`` for read commands run outside any project (best effort: a warning when it cannot)."""
+    path = recorded_store_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(f"{home}\n", encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        logger.warning(
+            "cannot record the store in %s (%s): outside %s, set %s", path, exc.strerror, home.parent, settings.HOME_ENV
+        )
+
+
+def where(current: settings.Settings | None = None) -> str:
+    """The store and how it was chosen, for messages: ``/p/.papertrack (the nearest .papertrack above /p/sub)``."""
+    current = current or settings.current()
+    if current.user_tracking_uri is not None:
+        return f"{current.user_tracking_uri} ({settings.TRACKING_URI_ENV})"
+    source = "recorded" if current.home_source == "env" and current.home == _recorded_home else current.home_source
+    how = {
+        "env": settings.HOME_ENV,
+        "found": f"the nearest {settings.STORE_FOLDER} from {Path.cwd()} up",
+        "recorded": f"the store `papertrack train` last used, recorded in {recorded_store_file()}",
+        "new": "new",
+    }[source]
+    return f"{current.home} ({how})"
+
+
+def _open_for_reading() -> settings.Settings:
+    """The settings of the store a read command uses; NoStore when there is none (nothing is created)."""
+    current = settings.current()
+    if current.user_tracking_uri is not None or (current.home / settings.STORE_DATABASE).is_file():
+        return current
+    if current.home_source == "new":
+        recorded = recorded_store()
+        if recorded is not None:
+            global _recorded_home
+            _recorded_home = recorded
+            os.environ[settings.HOME_ENV] = str(recorded)  # this process and the ones it starts (Spark, BentoML)
+            logger.warning(
+                "no %s store in %s or a folder above it; using %s, the store `papertrack train` last used",
+                settings.STORE_FOLDER,
+                Path.cwd(),
+                recorded,
+            )
+            return settings.current()
+        raise NoStore(
+            f"no papertrack store found: no {settings.STORE_FOLDER}/{settings.STORE_DATABASE} in {Path.cwd()} or a "
+            f"folder above it, and no store recorded by `papertrack train` ({recorded_store_file()}). Run "
+            f"`papertrack train` in your project's folder, or set {settings.HOME_ENV} to the {settings.STORE_FOLDER} "
+            f"folder that holds {settings.STORE_DATABASE}"
+        )
+    raise NoStore(
+        f"no papertrack store at {current.home} ({settings.HOME_ENV}): it has no {settings.STORE_DATABASE}. Run "
+        f"`papertrack train` to create one there, or point {settings.HOME_ENV} at the {settings.STORE_FOLDER} folder "
+        f"that holds {settings.STORE_DATABASE} (unset, papertrack looks from the working directory up)"
+    )
+
+
+def configure(create: bool = True) -> str:
     """Point MLflow at papertrack's store and make sure the experiment exists; returns the URI.
 
-    A sqlite store is created (schema and experiment) under an exclusive lock on ``<db>.lock``: two commands
-    started at once on a new store used to both create MLflow's tables ("table registered_model_tags already
-    exists"). A folder or database that cannot be written is one :class:`StoreNotWritable` naming it.
+    ``create=False`` (commands that only read): nothing is created — no folder, database or experiment; no store
+    is :class:`NoStore` (see the module doc). With ``create``, a sqlite store is created (schema and experiment)
+    under an exclusive lock on ``<db>.lock``: two commands started at once on a new store used to both create
+    MLflow's tables ("table registered_model_tags already exists"), and the store is recorded for read commands run
+    outside any project. A folder or database that cannot be written is one :class:`StoreNotWritable` naming it.
     """
     settings.quiet_third_parties()
-    current = settings.current()
+    current = settings.current() if create else _open_for_reading()
     uri = current.tracking_uri
     database = Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
     try:
-        if database is not None:
+        if database is not None and create:
             database.parent.mkdir(parents=True, exist_ok=True)
         if uri.startswith(("http://", "https://")):
             check_tracking_server(uri)
@@ -53,6 +149,10 @@ def configure() -> str:
         mlflow.set_registry_uri(uri)
         if current.user_tracking_uri is None:
             settings.remember_tracking_uri(uri)
+        if not create:
+            if mlflow.get_experiment_by_name(settings.EXPERIMENT_NAME) is not None:
+                mlflow.set_experiment(settings.EXPERIMENT_NAME)
+            return uri
         with _creating(database):
             if mlflow.get_experiment_by_name(settings.EXPERIMENT_NAME) is None:
                 location = None
@@ -61,6 +161,8 @@ def configure() -> str:
                     location = current.artifact_root.as_uri()
                 _create_experiment(location)
         mlflow.set_experiment(settings.EXPERIMENT_NAME)
+        if current.user_tracking_uri is None and current.home_source != "env":
+            _record_store(current.home)
     except OSError as exc:
         if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EEXIST):
             raise

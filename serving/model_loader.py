@@ -7,17 +7,17 @@ where ``papertrack serve``/``build`` imported it from the same registry.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from papertrack.errors import NoModelError
+from papertrack.model_lookup import MODEL_OPTION, TRAIN_HINT, first_line
 
 if TYPE_CHECKING:
     from papertrack.models.artifact import TrackPredictor
 
-TRAIN_HINT = "Run `papertrack train` to train and register a champion"
+__all__ = ["TRAIN_HINT", "LoadedModel", "load_model"]
 
 
 @dataclass(frozen=True)
@@ -28,59 +28,34 @@ class LoadedModel:
 
 
 def load_model(
-    model_uri: str, *, error: type[NoModelError] = NoModelError, download_to: Path | None = None
+    model_uri: str,
+    *,
+    error: type[NoModelError] = NoModelError,
+    download_to: Path | None = None,
+    option: str = MODEL_OPTION,
 ) -> LoadedModel:
-    """The model behind ``model_uri`` (any MLflow model URI) from papertrack's store. With ``download_to``, the
+    """The model behind ``model_uri`` (an MLflow model URI, or a short form: ``challenger``, ``3``; see
+    :mod:`papertrack.model_lookup`) from papertrack's store, which is never created here. With ``download_to``, the
     model is downloaded there first and loaded from that folder (an alias is resolved once: a Spark job's
-    executors load the very same copy). ``error`` (a NoModelError) with :func:`load_failure`'s message when it
-    cannot be loaded."""
+    executors load the very same copy). ``error`` (a NoModelError) with the lookup's one message when it cannot be
+    loaded; ``option``: how the caller names the reference in that message's fix."""
     from mlflow.exceptions import MlflowException
 
-    from papertrack import store
+    from papertrack import model_lookup, store
     from papertrack.models.artifact import load_predictor
 
-    tracking_uri = store.configure()
     try:
-        path = model_uri
+        store.configure(create=False)
+        target = model_lookup.resolve(model_uri, option)
+    except NoModelError as exc:
+        raise error(str(exc)) from None
+    try:
+        path = target.uri
         if download_to is not None:
             from mlflow.artifacts import download_artifacts
 
-            path = download_artifacts(artifact_uri=model_uri, dst_path=str(download_to))
+            path = download_artifacts(artifact_uri=target.uri, dst_path=str(download_to))
         predictor, pyfunc = load_predictor(path)
     except (MlflowException, OSError) as exc:
-        raise error(load_failure(model_uri, tracking_uri, exc)) from None
+        raise error(model_lookup.missing(target, first_line(exc), option)) from None
     return LoadedModel(predictor, pyfunc, path)
-
-
-def load_failure(model_uri: str, tracking_uri: str, exc: BaseException) -> str:
-    """Why ``model_uri`` cannot be loaded, in one line with the fix: for an alias that does not exist, the
-    aliases that do (from the registry); otherwise MLflow's first line and how to register a model."""
-    match = re.fullmatch(r"models:/([^/@]+)@([^/]+)", model_uri.strip())
-    if match:
-        name, alias = match.groups()
-        aliases = registered_aliases(name)
-        if aliases and alias not in aliases:
-            listed = ", ".join(f"{a} (version {v})" for a, v in sorted(aliases.items()))
-            return (
-                f"model {name!r} has no alias {alias!r} in {tracking_uri}; its aliases: {listed}. Pass one, "
-                f"e.g. --model models:/{name}@{min(aliases)}, or register a new version with `papertrack train`"
-            )
-    return (
-        f"cannot load {model_uri} from {tracking_uri}: {first_line(exc).rstrip('.')}. {TRAIN_HINT} (or pass --model)."
-    )
-
-
-def registered_aliases(name: str) -> dict[str, str]:
-    """The aliases of registered model ``name`` (alias -> version); empty when it is not registered."""
-    from mlflow import MlflowClient
-    from mlflow.exceptions import MlflowException
-
-    try:
-        return dict(MlflowClient().get_registered_model(name).aliases or {})
-    except MlflowException:
-        return {}
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message (its type's name when it has none)."""
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

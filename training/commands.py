@@ -20,6 +20,16 @@ def train(
     fmt: Annotated[
         str | None, typer.Option("--format", help=f"{option_help('fmt')}: {', '.join(FORMATS)}.")
     ] = DEFAULTS.fmt,
+    abstract_column: Annotated[
+        str | None,
+        typer.Option(help="The CSV column (or JSON field) that holds the abstract (default: 'abstract')."),
+    ] = None,
+    title_column: Annotated[
+        str | None, typer.Option(help="The CSV column (or JSON field) that holds the title (default: 'title').")
+    ] = None,
+    id_column: Annotated[
+        str | None, typer.Option(help="The CSV column (or JSON field) that holds the id (default: 'id').")
+    ] = None,
     candidates: Annotated[
         list[str] | None, typer.Option("--candidate", "-c", help=option_help("candidate_names"))
     ] = None,
@@ -47,6 +57,7 @@ def train(
     ] = False,
 ) -> None:
     """Evaluate every candidate (one MLflow run each) on next year's papers, refit the best, register it."""
+    from papertrack.features.ingest.columns import check_inputs, use_columns
     from papertrack.training.report import print_results, print_runs_link
     from papertrack.training.sweep import run_sweep
     from papertrack.training.sweep_logging import RUNS_VIEW_KEY
@@ -67,7 +78,9 @@ def train(
         force=force,
         jobs=jobs,
     )
-    result = run_sweep(config, console=console)
+    with use_columns(abstract_column, title_column, id_column):
+        check_inputs(config.paths, fmt)  # a CSV without its abstract column: before anything else
+        result = run_sweep(config, console=console)
     print_results(console, result)
     print_runs_link(console, result.tracking_uri, result.experiment_id, RUNS_VIEW_KEY)
 
@@ -97,7 +110,7 @@ def runs(
         raise typer.BadParameter("choose one of --all and --sweep")
     if sweep is not None and not re.fullmatch(r"[0-9a-fA-F]+", sweep):
         raise typer.BadParameter(f"{sweep!r} is not a run id (hexadecimal, as train prints it: 'parent run 9df3…')")
-    uri = store.configure()
+    uri = store.configure(create=False)  # a read: never creates a store
     board = leaderboard(latest_sweep_only=not all_sweeps, limit=limit, sweep=sweep)
     if board.empty and sweep is not None:
         console.print(f"No candidate runs of sweep {sweep} in {uri}. `papertrack runs --all --json` lists them all.")

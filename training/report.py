@@ -222,7 +222,9 @@ def print_runs_link(console: Console, uri: str, experiment_id: str | None, view:
         console.print("Compare the runs in MLflow's UI, on its runs table:")
         base = uri
     else:
-        console.print(f"Compare the runs in MLflow's UI: mlflow ui --backend-store-uri {escape(uri)}")
+        console.print(
+            "Compare the runs in MLflow's UI: papertrack ui (starts it on this store and opens the runs table)"
+        )
         base = MLFLOW_UI
     if experiment_id is not None:
         console.print(f"open {runs_view_url(base, experiment_id, view)}", soft_wrap=True, highlight=False)

@@ -120,7 +120,7 @@ def classify(path: str | PathLike, head: list[str]) -> str:
     ext = _extension(path)
     if ext in (".jsonl", ".ndjson"):
         return "jsonl"
-    if ext == ".csv":
+    if ext in (".csv", ".tsv"):
         return "csv"
     text = "\n".join(head).lstrip()
     if text.startswith("["):

@@ -1,6 +1,8 @@
-"""The CSV reader: a header row naming at least an 'abstract' column, then one record per row (quoted fields
-may span lines); blank rows are skipped. A line over ``InputLimits.max_line`` or a row over ``max_record``
-is fatal: past it the quoting cannot be followed."""
+"""The CSV reader: a header row naming at least an 'abstract' column (or the one ``--abstract-column`` names, see
+:mod:`.columns`), then one record per row (quoted fields may span lines); blank rows are skipped. The delimiter —
+comma, semicolon or tab — is detected from the header line (``csv.Sniffer`` restricted to those three; a comma
+when it cannot tell). A line over ``InputLimits.max_line`` or a row over ``max_record`` is fatal: past it the
+quoting cannot be followed."""
 
 from __future__ import annotations
 
@@ -8,17 +10,57 @@ import csv
 from collections.abc import Iterator
 from os import PathLike
 
+from papertrack.features.ingest.columns import missing_columns, missing_message
 from papertrack.features.ingest.decoding import LongLine, limits, read_lines, size_text
 from papertrack.features.ingest.records import BadRecord, IngestError, Record, display_name, record_from_mapping
 
 # A CSV field may hold a whole (long) abstract: the csv module's default limit (131,072 characters)
 # would abort the whole file at one long field. Over-long abstracts are reported per record instead.
 csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))
+DELIMITERS = ",;\t"  # what the header line is sniffed for
+
+
+def sniff_delimiter(header_line: str) -> str:
+    """The delimiter of a CSV file from its header line: comma, semicolon or tab (a comma when it cannot tell,
+    e.g. one column)."""
+    try:
+        return csv.Sniffer().sniff(header_line, delimiters=DELIMITERS).delimiter
+    except csv.Error:
+        return ","
+
+
+def _first_line(path: str | PathLike) -> str:
+    """The first non-blank line (the header), for sniffing; over-long lines are left to the reader."""
+    for _, text in read_lines(path):
+        if isinstance(text, LongLine):
+            return ""
+        if text.strip():
+            return text
+    return ""
+
+
+def read_header(path: str | PathLike) -> list[str]:
+    """The normalised column names of a CSV file's header; ``IngestError`` when a needed column is missing."""
+    for _, header in _rows(path):
+        return header
+    return []
 
 
 def read_csv(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
     """CSV with a header row naming at least an 'abstract' column; blank lines are skipped."""
     source = display_name(path)
+    columns: list[str] | None = None
+    for start, row in _rows(path):
+        if columns is None:
+            columns = row
+        elif len(row) != len(columns):
+            yield BadRecord(source, start, f"row has {len(row)} fields but the header has {len(columns)}")
+        else:
+            yield record_from_mapping(dict(zip(columns, row)), source, start, labeled)
+
+
+def _rows(path: str | PathLike) -> Iterator[tuple[int, list[str]]]:
+    """(first line, fields) of every non-blank row; the header first, as checked normalised names."""
     cap = limits().max_record
     pending = 0  # characters read for the row being parsed
 
@@ -42,8 +84,8 @@ def read_csv(path: str | PathLike, labeled: bool | None) -> Iterator[Record | Ba
                 )
             yield text + "\n"
 
-    reader = csv.reader(lines())
-    columns: list[str] | None = None
+    reader = csv.reader(lines(), delimiter=sniff_delimiter(_first_line(path)))
+    header = True
     while True:
         start = reader.line_num + 1
         pending = 0
@@ -55,17 +97,16 @@ def read_csv(path: str | PathLike, labeled: bool | None) -> Iterator[Record | Ba
             raise IngestError(path, reader.line_num, f"malformed CSV: {exc}") from None
         if not any(cell.strip() for cell in row):
             continue
-        if columns is None:
-            columns = _csv_columns(path, start, row)
-        elif len(row) != len(columns):
-            yield BadRecord(source, start, f"row has {len(row)} fields but the header has {len(columns)}")
+        if header:
+            header = False
+            yield start, _csv_columns(path, start, row)
         else:
-            yield record_from_mapping(dict(zip(columns, row)), source, start, labeled)
+            yield start, row
 
 
 def _csv_columns(path: str | PathLike, line: int, header: list[str]) -> list[str]:
-    """Normalised column names; raises ``IngestError`` when there is no 'abstract' column."""
-    columns = [name.strip().lower() for name in header]
-    if "abstract" not in columns:
-        raise IngestError(path, line, f"CSV has no 'abstract' column (columns: {', '.join(header)})")
-    return columns
+    """Normalised column names; raises ``IngestError`` when a needed column (the abstract's) is missing."""
+    missing = missing_columns(header)
+    if missing:
+        raise IngestError(path, line, missing_message(header, missing))
+    return [name.strip().lower() for name in header]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from os import PathLike
 
 from papertrack.errors import PapertrackError
+from papertrack.features.ingest.columns import columns, rename
 from papertrack.features.labels import format_label, normalise_label
 
 SUGGESTED_MARKER = "# model-suggested:"  # the comment naming the model's guess above a label line
@@ -218,13 +219,13 @@ def _label_field(fields: dict[str, object], name: str) -> str | None:
 
 def record_from_mapping(obj: dict, source: str, line: int, labeled: bool | None) -> Record | BadRecord:
     """Turn one JSON object, CSV row or Parquet row (field names matched case-insensitively) into a record."""
-    fields = {str(key).strip().lower(): value for key, value in obj.items()}
+    fields = rename({str(key).strip().lower(): value for key, value in obj.items()})
     record_id = _optional_text(fields.get("id"))
     surrogate = _lone_surrogate(fields)
     if surrogate is not None:
         return BadRecord(source, line, surrogate, _printable(record_id))
     if "abstract" not in fields:
-        return BadRecord(source, line, "no 'abstract' field", record_id)
+        return BadRecord(source, line, f"no {columns().abstract!r} field", record_id)
     abstract = fields["abstract"]
     if abstract is not None and not isinstance(abstract, str):
         reason = f"abstract is a {json_type(abstract)}, not a string"

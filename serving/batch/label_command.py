@@ -103,6 +103,16 @@ def label(
         list[str] | None,
         typer.Option("--spark-conf", help="A Spark setting KEY=VALUE (repeatable), e.g. spark.executor.memory=4g."),
     ] = None,
+    abstract_column: Annotated[
+        str | None,
+        typer.Option(help="The CSV column (or JSON field) that holds the abstract (default: 'abstract')."),
+    ] = None,
+    title_column: Annotated[
+        str | None, typer.Option(help="The CSV column (or JSON field) that holds the title (default: 'title').")
+    ] = None,
+    id_column: Annotated[
+        str | None, typer.Option(help="The CSV column (or JSON field) that holds the id (default: 'id').")
+    ] = None,
 ) -> None:
     """Label every abstract of the dump(s): one output row per input record, in input order.
 
@@ -110,11 +120,14 @@ def label(
     or a labeling worker died (rerun with --resume).
     """
     from papertrack.features.ingest import IngestError, expand_stdin, is_stdin
+    from papertrack.features.ingest.columns import check_inputs
     from papertrack.serving.batch.labeler import LabelError
     from papertrack.serving.batch.labeler.run import claim_outputs, plan_run
 
     if engine not in ("local", "spark"):
         raise UsageError(f"--engine must be local or spark, got {engine!r}")
+    if engine == "spark" and (abstract_column or title_column or id_column):
+        raise UsageError("--abstract-column, --title-column and --id-column are for --engine local")
     if engine == "spark":
         from papertrack.serving.batch.labeler.spark import SparkOptions, label_with_spark
 
@@ -153,6 +166,7 @@ def label(
     dumps = expand_stdin(dumps)
     # every argument is checked, and the output claimed, before the model loads (seconds)
     try:
+        check_inputs(dumps, fmt)  # a CSV without its abstract column: now, not after the model loaded
         plan = plan_run(dumps, output, errors=errors, fmt=fmt)
     except (IngestError, LabelError) as exc:
         error(exc)
@@ -308,4 +322,6 @@ def _print_summary(result) -> None:
 
 
 def add_commands(app: typer.Typer) -> None:
-    app.command()(label)
+    from papertrack.features.ingest.columns import reading_columns
+
+    app.command("label")(reading_columns(label))

@@ -55,9 +55,20 @@ def suggest(
         ),
     ] = None,
     fmt: Annotated[str | None, typer.Option("--format", help=f"Force the input format: {', '.join(FORMATS)}.")] = None,
+    abstract_column: Annotated[
+        str | None,
+        typer.Option(help="The CSV column (or JSON field) that holds the abstract (default: 'abstract')."),
+    ] = None,
+    title_column: Annotated[
+        str | None, typer.Option(help="The CSV column (or JSON field) that holds the title (default: 'title').")
+    ] = None,
+    id_column: Annotated[
+        str | None, typer.Option(help="The CSV column (or JSON field) that holds the id (default: 'id').")
+    ] = None,
 ) -> None:
     """Pick the abstracts whose labels would teach the model most; write them, pre-labeled with its guess, to edit."""
     from papertrack.features.ingest import expand_stdin
+    from papertrack.features.ingest.columns import check_inputs
     from papertrack.serving.batch import suggest as s
 
     if strategy not in s.STRATEGIES:
@@ -67,6 +78,7 @@ def suggest(
     s.output_kind(output)  # a bad extension fails before the model loads
     dumps = expand_stdin(dumps)
     s.check_output(output, dumps)  # never write over an input
+    check_inputs(dumps, fmt)  # a CSV without its abstract column: before the dumps are read
     pool = s.read_pool(dumps, fmt)
     if pool.bad:
         first = pool.bad[0]
@@ -96,4 +108,6 @@ def suggest(
 
 
 def add_commands(app: typer.Typer) -> None:
-    app.command()(suggest)
+    from papertrack.features.ingest.columns import reading_columns
+
+    app.command("suggest")(reading_columns(suggest))

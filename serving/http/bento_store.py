@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from papertrack import registry, settings, store
+from papertrack import model_lookup, registry, settings
 from papertrack.errors import NoModelError
 from papertrack.serving.model_loader import TRAIN_HINT
 
@@ -64,13 +64,7 @@ class Champion:
 
 def find_champion(alias: str = settings.CHAMPION, name: str = settings.MODEL_NAME) -> Champion:
     """The registered version behind ``alias``; ``NoModelError`` (with what to do) when there is none."""
-    uri = store.configure()
-    version = registry.version_by_alias(alias, name)
-    if version is None:
-        raise NoModelError(
-            f"no model registered as {name}@{alias} in {uri}. {TRAIN_HINT} "
-            f"(or set PAPERTRACK_HOME / MLFLOW_TRACKING_URI to the store that has one)."
-        )
+    version = model_lookup.registered_version(alias, name)  # the one message when there is none; creates no store
     tags = dict(version.tags or {})
     run_id = tags.get("run_id") or version.run_id or ""
     return Champion(name, str(version.version), run_id, alias, tags)

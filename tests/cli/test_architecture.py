@@ -30,6 +30,7 @@ ALLOWED = {
         "papertrack.errors",
         "papertrack.store",
         "papertrack.registry",
+        "papertrack.model_lookup",
         "papertrack",
     },
     "serving": {
@@ -39,11 +40,19 @@ ALLOWED = {
         "papertrack.errors",
         "papertrack.store",
         "papertrack.registry",
+        "papertrack.model_lookup",
         "papertrack",
     },
-    "shared": {"papertrack.settings", "papertrack.errors", "papertrack.store", "papertrack.registry", "papertrack"},
+    "shared": {
+        "papertrack.settings",
+        "papertrack.errors",
+        "papertrack.store",
+        "papertrack.registry",
+        "papertrack.model_lookup",
+        "papertrack",
+    },
 }
-SHARED_MODULES = ("settings", "errors", "store", "registry", "cli")
+SHARED_MODULES = ("settings", "errors", "store", "registry", "model_lookup", "cli")
 
 
 def _unit(name: str) -> str:

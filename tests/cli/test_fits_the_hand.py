@@ -200,7 +200,7 @@ def test_load_without_a_model_says_what_to_do(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(NoModelError, match="papertrack train"):
         papertrack.load()
-    assert not (tmp_path / "mlflow.db").exists() and (tmp_path / "empty-home" / "mlflow.db").exists()
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "empty-home").exists()  # a read creates none
 
 
 @pytest.mark.slow
@@ -235,9 +235,21 @@ def test_api_answers_are_the_pyfunc_and_the_cli_answers(trained, tmp_path):
     ]
 
     frame = model.predict_frame(pd.Series(abstracts, index=list("abcde")))
-    assert list(frame.index) == list("abcde") and list(frame.columns[:4]) == ["track", "probability", "top_k", "area"]
-    assert frame["track"].tolist() == [a["tracks"][0]["label"] for a in answers]
-    assert frame["top_k"].iloc[0].startswith(f"{answers[0]['tracks'][0]['label']} (")
+    assert list(frame.index) == list("abcde") and list(frame.columns[:4]) == [
+        "pred_track",
+        "pred_probability",
+        "pred_top_k",
+        "pred_area",
+    ]
+    assert frame["pred_track"].tolist() == [a["tracks"][0]["label"] for a in answers]
+    assert frame["pred_top_k"].iloc[0].startswith(f"{answers[0]['tracks'][0]['label']} (")
+    assert frame["pred_set"].tolist() == [a["prediction_set"] for a in answers]
+    # the README's join onto a labeled dump (its own "area", "label" columns) does not clash
+    papers = pd.DataFrame({"abstract": abstracts, "area": ["x"] * 5, "label": ["y"] * 5}, index=list("abcde"))
+    joined = papers.join(model.predict_frame(papers["abstract"]))
+    assert joined["area"].tolist() == ["x"] * 5 and joined["pred_area"].tolist() == [
+        a["areas"][0]["area"] for a in answers
+    ]
 
     why = model.explain(abstracts[0])
     assert why["tracks"] == model.predict(abstracts[0])[0]["tracks"] and why["method"]["kind"]

@@ -60,6 +60,12 @@ def test_the_model_loader_says_how_to_get_a_model(tmp_path, monkeypatch):
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     missing = tmp_path / "no-such-model"
+    with pytest.raises(NoModelError, match=r"^no papertrack store at .*home \(PAPERTRACK_HOME\): it has no mlflow\.db"):
+        load_model(str(missing))  # no store: none is created by a read
+    assert not (tmp_path / "home").exists()
+    from papertrack import store
+
+    store.configure()  # an empty store
     with pytest.raises(NoModelError) as caught:
         load_model(str(missing))
     message = str(caught.value)

@@ -1,0 +1,345 @@
+"""Issue 28, "Fits the hand, round two": the store found from any folder of a project and never created by a read;
+one message for a model that does not exist, whichever command asks; CSV problems found before the model loads
+(delimiter detected, columns named by options); predict_frame's columns that cannot clash."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from papertrack import settings, store
+from papertrack.cli import app
+from papertrack.errors import NoModelError
+from papertrack.features.ingest import iter_records
+from papertrack.features.ingest.columns import check_inputs, use_columns
+
+ABSTRACT = "We propose a sparse attention mechanism for transformers that attends to a learned subset of tokens."
+
+
+def _run(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.fixture
+def no_home(monkeypatch, tmp_path):
+    """No PAPERTRACK_HOME (restored afterwards even when papertrack sets it) and a private per-user state folder."""
+    monkeypatch.setenv(settings.HOME_ENV, "placeholder")
+    monkeypatch.delenv(settings.HOME_ENV)
+    monkeypatch.delenv(settings.TRACKING_URI_ENV, raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    return tmp_path
+
+
+# --------------------------------------------------------------------------- 1: where the store is
+
+
+def test_the_store_is_the_nearest_one_above_the_working_directory(no_home, monkeypatch):
+    project = no_home / "project"
+    (project / ".papertrack").mkdir(parents=True)
+    (project / ".papertrack" / "mlflow.db").write_bytes(b"")
+    (project / "notes" / "deep").mkdir(parents=True)
+    (project / "notes" / ".papertrack").mkdir()  # an empty one (an older papertrack made these): not a store
+    monkeypatch.chdir(project / "notes" / "deep")
+    current = settings.current()
+    assert current.home == project / ".papertrack" and current.home_source == "found"
+    monkeypatch.chdir(no_home)
+    assert settings.current().home == no_home / ".papertrack" and settings.current().home_source == "new"
+
+
+def test_a_read_command_creates_no_store_and_says_where_it_looked(no_home, monkeypatch, tmp_path):
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    dump = folder / "dump.jsonl"
+    dump.write_text(json.dumps({"abstract": ABSTRACT}) + "\n", encoding="utf-8")
+    for args in (("label", str(dump), "-o", "out.jsonl"), ("suggest", str(dump)), ("runs",), ("serve",)):
+        result = _run(*args)
+        assert result.exit_code == 1, (args, result.output)
+        message = " ".join(result.output.split())
+        assert f"no .papertrack/mlflow.db in {folder} or a folder above it" in message, message
+        assert str(tmp_path / "state" / "papertrack" / "last-store") in message
+        assert "Run `papertrack train` in your project's folder" in message
+    assert sorted(p.name for p in folder.iterdir()) == ["dump.jsonl"]  # no .papertrack, no output
+    with pytest.raises(NoModelError, match="no papertrack store found"):
+        import papertrack
+
+        papertrack.load()
+    assert not (folder / ".papertrack").exists()
+
+
+def test_outside_any_project_a_read_uses_the_store_train_last_wrote_to(no_home, monkeypatch, caplog):
+    project, outside = no_home / "project", no_home / "outside"
+    project.mkdir()
+    outside.mkdir()
+    monkeypatch.chdir(project)
+    store.configure()  # what train does first: creates ./.papertrack and records it
+    assert store.recorded_store() == project / ".papertrack"
+    monkeypatch.chdir(outside)
+    with caplog.at_level("WARNING", logger="papertrack.store"):
+        uri = store.configure(create=False)
+    assert uri == f"sqlite:///{project / '.papertrack' / 'mlflow.db'}"
+    assert f"using {project / '.papertrack'}, the store `papertrack train` last used" in caplog.text
+    assert not (outside / ".papertrack").exists()
+    assert "recorded in" in store.where()
+
+
+# --------------------------------------------------------------------------- 4: one message for a missing model
+
+
+@pytest.fixture(scope="module")
+def registered_store(tmp_path_factory):
+    """A store with model papertrack, version 1 = champion and version 2 = challenger (not loadable models: the
+    messages are about what exists), and an empty store."""
+    import mlflow
+
+    home = tmp_path_factory.mktemp("registered") / ".papertrack"
+    empty = tmp_path_factory.mktemp("empty") / ".papertrack"
+    saved = os.environ.get(settings.HOME_ENV)
+    try:
+        os.environ[settings.HOME_ENV] = str(empty)
+        store.configure()
+        os.environ[settings.HOME_ENV] = str(home)
+        store.configure()
+        with mlflow.start_run() as run:
+            mlflow.log_text("not a model", "model/MLmodel")
+        client = store.client()
+        for alias in ("champion", "challenger"):
+            version = mlflow.register_model(f"runs:/{run.info.run_id}/model", settings.MODEL_NAME)
+            client.set_registered_model_alias(settings.MODEL_NAME, alias, version.version)
+    finally:
+        if saved is None:
+            os.environ.pop(settings.HOME_ENV, None)
+        else:
+            os.environ[settings.HOME_ENV] = saved
+    return {"home": home, "empty": empty}
+
+
+INVENTORY = "Registered: papertrack (aliases challenger = version 2, champion = version 1; versions 1-2)."
+
+
+def _message(result) -> str:
+    assert result.exit_code == 1, result.output
+    return " ".join(result.output.split()).removeprefix("error: ")
+
+
+@pytest.mark.parametrize(
+    ("args", "asked", "problem", "fix"),
+    [
+        (
+            ("label", "{dump}", "-o", "{out}.jsonl", "--model", "models:/papertrack@prod"),
+            "models:/papertrack@prod",
+            "model 'papertrack' has no alias 'prod'.",
+            "--model champion",
+        ),
+        (
+            ("label", "{dump}", "-o", "{out}.jsonl", "--model", "prod"),
+            "prod (models:/papertrack@prod)",
+            "model 'papertrack' has no alias 'prod'.",
+            "--model champion",
+        ),
+        (
+            ("label", "{dump}", "-o", "{out}.jsonl", "--model", "models:/papertrak@champion"),
+            "models:/papertrak@champion",
+            "no model is registered as 'papertrak' (did you mean 'papertrack'?).",
+            "--model champion",
+        ),
+        (
+            ("label", "{dump}", "-o", "{out}.jsonl", "--model", "models:/papertrack/7"),
+            "models:/papertrack/7",
+            "model 'papertrack' has no version 7.",
+            "--model champion",
+        ),
+        (
+            ("suggest", "{dump}", "-o", "{out}.txt", "--model", "champoin"),
+            "champoin (models:/papertrack@champoin)",
+            "model 'papertrack' has no alias 'champoin' (did you mean 'champion'?).",
+            "--model champion",
+        ),
+        (
+            ("serve", "--alias", "prod"),
+            "models:/papertrack@prod",
+            "model 'papertrack' has no alias 'prod'.",
+            "--alias champion",
+        ),
+        (
+            ("build", "--alias", "prod"),
+            "models:/papertrack@prod",
+            "model 'papertrack' has no alias 'prod'.",
+            "--alias champion",
+        ),
+    ],
+)
+def test_every_command_gives_the_one_message_for_a_missing_model(
+    registered_store, monkeypatch, tmp_path, args, asked, problem, fix
+):
+    monkeypatch.setenv(settings.HOME_ENV, str(registered_store["home"]))
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text(json.dumps({"abstract": ABSTRACT}) + "\n", encoding="utf-8")
+    args = tuple(a.format(dump=dump, out=tmp_path / "out") for a in args)
+    message = _message(_run(*args))
+    where = f"{registered_store['home']} (PAPERTRACK_HOME)"
+    assert message == (
+        f"cannot load {asked} from {where}: {problem} {INVENTORY} Pass one of them, e.g. {fix}, or run "
+        f"`papertrack train` to register a new version."
+    )
+
+
+def test_the_python_api_gives_the_same_message(registered_store, monkeypatch):
+    import papertrack
+
+    monkeypatch.setenv(settings.HOME_ENV, str(registered_store["home"]))
+    with pytest.raises(NoModelError) as caught:
+        papertrack.load("prod")
+    assert str(caught.value).endswith(
+        f"has no alias 'prod'. {INVENTORY} Pass one of them, e.g. papertrack.load('champion'), or run `papertrack "
+        f"train` to register a new version."
+    )
+
+
+def test_an_empty_store_says_to_train(registered_store, monkeypatch, tmp_path):
+    monkeypatch.setenv(settings.HOME_ENV, str(registered_store["empty"]))
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text(json.dumps({"abstract": ABSTRACT}) + "\n", encoding="utf-8")
+    for args in (("label", str(dump), "-o", str(tmp_path / "o.jsonl")), ("serve",)):
+        message = _message(_run(*args))
+        assert message.startswith("cannot load models:/papertrack@champion from ")
+        assert "Nothing is registered in this store yet. Run `papertrack train` to train and register a champion" in (
+            message
+        )
+
+
+# --------------------------------------------------------------------------- 5: CSV inputs
+
+
+def _abstracts(path, **columns) -> list[tuple]:
+    with use_columns(**columns):
+        return [(r.id, r.title, r.abstract) for r in iter_records(path)]
+
+
+def test_semicolon_and_tab_separated_files_are_read(tmp_path):
+    semicolon = tmp_path / "a.csv"
+    semicolon.write_text('title;abstract\nSparse;"We propose, in short; a method."\n', encoding="utf-8")
+    tab = tmp_path / "a.tsv"
+    tab.write_text("id\ttitle\tabstract\np1\tSparse\tWe propose, in short; a method.\n", encoding="utf-8")
+    comma = tmp_path / "b.csv"
+    comma.write_text('title,abstract\nSparse,"We propose; in short, a method."\n', encoding="utf-8")
+    assert [r[1:] for r in _abstracts(semicolon)] == [("Sparse", "We propose, in short; a method.")]
+    assert _abstracts(tab) == [("p1", "Sparse", "We propose, in short; a method.")]
+    assert [r[1:] for r in _abstracts(comma)] == [("Sparse", "We propose; in short, a method.")]
+
+
+def test_column_options_name_the_abstract_title_and_id(tmp_path):
+    path = tmp_path / "papers.csv"
+    path.write_text("key,headline,text,abstract\nk1,Sparse,We propose a method.,old\n", encoding="utf-8")
+    assert _abstracts(path, abstract="Text", title="headline", id="key") == [("k1", "Sparse", "We propose a method.")]
+    jsonl = tmp_path / "papers.jsonl"
+    jsonl.write_text(json.dumps({"text": "We propose a method."}) + "\n", encoding="utf-8")
+    assert [r[2] for r in _abstracts(jsonl, abstract="text")] == ["We propose a method."]
+
+
+def test_a_missing_column_is_found_before_the_model_loads(tmp_path, monkeypatch, registered_store):
+    monkeypatch.setenv(settings.HOME_ENV, str(registered_store["empty"]))  # no model: it must not get that far
+    path = tmp_path / "papers.csv"
+    path.write_text("title;text\nSparse;We propose a method.\n", encoding="utf-8")
+    expected = (
+        f"{path}:1: CSV has no 'abstract' column (columns: title, text); name the abstract's column with "
+        f"--abstract-column"
+    )
+    for args in (
+        ("label", str(path), "-o", str(tmp_path / "o.jsonl")),
+        ("suggest", str(path)),
+        ("train", "-d", str(path)),
+    ):
+        result = _run(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert " ".join(result.output.split()) == f"error: {expected}", args
+    result = _run("label", str(path), "-o", str(tmp_path / "o.jsonl"), "--title-column", "heading")
+    assert (
+        " ".join(result.output.split())
+        == f"error: {path}:1: CSV has no 'abstract', 'heading' columns (columns: title, text)"
+    )
+    with use_columns(abstract="text"):
+        check_inputs([path])  # named: nothing missing
+
+
+def test_a_column_named_twice_is_a_usage_error(tmp_path):
+    path = tmp_path / "papers.csv"
+    path.write_text("title,abstract\nA,B\n", encoding="utf-8")
+    result = _run("label", str(path), "-o", str(tmp_path / "o.jsonl"), "--abstract-column", "x", "--title-column", "X")
+    assert result.exit_code == 2 and "one column is named by two of --abstract-column" in result.output
+
+
+# --------------------------------------------------------------------------- 2: predict_frame's columns
+
+
+def test_predict_frame_columns_cannot_clash_with_a_labeled_dump():
+    from papertrack.api import FRAME_COLUMNS
+
+    labeled_dump_fields = {"id", "title", "abstract", "label", "area", "subarea", "topic", "authors", "venue", "year"}
+    assert all(c.startswith("pred_") for c in FRAME_COLUMNS) and not labeled_dump_fields & set(FRAME_COLUMNS)
+
+
+def test_iclr_records_have_the_fields_the_frame_would_have_clashed_with(data_dir):
+    first = json.loads(Path(data_dir, "iclr2024_topics.jsonl").open(encoding="utf-8").readline())
+    assert "area" in first or "label" in first
+
+
+# --------------------------------------------------------------------------- a new user's walk, end to end
+
+
+@pytest.mark.slow
+def test_a_trained_model_is_found_from_a_subfolder_and_from_outside_the_project(trained, tmp_path):
+    """The session's trained store as a project's ``.papertrack``: ``label`` from a folder inside the project and
+    from a folder outside it (through the store recorded per user) labels, with no traceback and no new store."""
+    import subprocess
+    import sys
+
+    project, outside, state = tmp_path / "project", tmp_path / "outside", tmp_path / "state"
+    (project / "notes").mkdir(parents=True)
+    outside.mkdir()
+    (project / ".papertrack").symlink_to(trained["home"], target_is_directory=True)
+    dump = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "samples" / "unlabeled_dump.txt"
+    if not dump.exists():
+        pytest.skip(f"{dump} not found")
+    env = {k: v for k, v in os.environ.items() if k not in (settings.HOME_ENV, settings.TRACKING_URI_ENV)}
+    env["XDG_STATE_HOME"] = str(state)
+
+    def label(cwd: Path):
+        return subprocess.run(
+            [sys.executable, "-m", "papertrack.cli", "label", str(dump), "-o", "out.jsonl", "--no-progress"],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    inside = label(project / "notes")
+    assert inside.returncode == 0, inside.stderr
+    assert "Traceback" not in inside.stderr and "not found" not in inside.stderr
+    assert (project / "notes" / "out.jsonl").read_text(encoding="utf-8").count("\n") == 30
+    lost = label(outside)  # nothing recorded yet: the error says where it looked
+    assert lost.returncode == 1 and f"no .papertrack/mlflow.db in {outside} or a folder above it" in " ".join(
+        lost.stderr.split()
+    )
+    (state / "papertrack").mkdir(parents=True)
+    (state / "papertrack" / "last-store").write_text(f"{project / '.papertrack'}\n", encoding="utf-8")
+    found = label(outside)
+    assert found.returncode == 0, found.stderr
+    assert f"using {project / '.papertrack'}, the store `papertrack train` last used" in found.stderr
+    assert "Traceback" not in found.stderr
+    assert sorted(p.name for p in outside.iterdir() if p.name.startswith(".")) == []  # no .papertrack created
+
+
+def test_the_cli_starts_without_importing_mlflow():
+    """``papertrack --version`` or a CSV header error must not wait for MLflow's import (seconds)."""
+    import subprocess
+    import sys
+
+    code = "import sys, papertrack.cli; print(sorted({m.split('.')[0] for m in sys.modules} & {'mlflow', 'sklearn'}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
