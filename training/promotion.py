@@ -5,9 +5,9 @@ Three things decide, in this order (the decision and its numbers are printed and
 1. **Sanity checks** (:func:`sanity_problems`): a winner below the majority baseline on the yardstick, one that
    knows far fewer labels than the champion (fewer than :data:`FEW_LABELS` of them; ``train --force`` allows it),
    or one whose calibration degenerates in any taxonomy (empirical coverage more than :data:`COVERAGE_SLACK` from
-   nominal, ``confident`` never true on the held-out papers, prediction sets of more than :data:`MAX_SET_SHARE` of the labels on average)
-   never replaces a champion. The first model of a store becomes champion whatever they say (there is nothing
-   better to serve), with the problems in its reason.
+   nominal, ``confident`` never true on the held-out papers, prediction sets of more than :data:`MAX_SET_SHARE`
+   of the labels on average) never replaces a champion. The first model of a store becomes champion whatever
+   they say (there is nothing better to serve), with the problems in its reason.
 2. **Data changed** (the champion was trained on other data): its *recipe* — the candidate it was, by name — is
    re-scored on the new sweep's holdouts (its result in this sweep, or evaluated for the decision when the sweep
    did not run it), and the champion rule below decides between the two on the same rows. The champion artifact
