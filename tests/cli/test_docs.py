@@ -47,7 +47,7 @@ def _links(path: Path) -> list[str]:
     return [
         target
         for line in _outside_code(path.read_text(encoding="utf-8"))
-        for target in re.findall(r"\]\(([^)\s]+)\)", line)
+        for target in re.findall(r"\]\(([^)\s]+)\)", re.sub(r"`[^`]*`", "", line))  # not inside `code`
         if not re.match(r"[a-z]+:", target)
     ]
 
