@@ -14,7 +14,7 @@ one of the two costs much more than the other (``papertrack.training.promotion``
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,6 +159,7 @@ def register(
     challenge: Callable[[Any], tuple[bool, str] | None] | None = None,
     refuse: Callable[[Any], list[str]] | None = None,
     info: dict[str, str] | None = None,
+    caveats: Sequence[str] = (),
 ) -> Decision:
     """Register the model version and give it the champion or challenger alias. ``decision_tags``
     (keys starting with ``champion_rule``) record why this candidate won its sweep. ``challenge(champion)``,
@@ -196,6 +197,8 @@ def register(
         promote, reason = False, "not promoted: " + "; ".join(problems) + f" (otherwise: {reason})"
     elif problems:  # nothing better to serve: the first model is champion, its problems said
         reason += " — but check it: " + "; ".join(problems)
+    if caveats:
+        reason += " (note: " + "; ".join(caveats) + ")"
     if waited:
         reason += f" ({waited})"
     if champion is not None and champion.tags.get("data_digest") != digest:

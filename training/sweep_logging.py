@@ -239,6 +239,7 @@ class SweepLogger(Listener):
             decision_tags=choice.tags(),
             challenge=challenge,
             refuse=refuse,
+            caveats=promotion.sanity_caveats(heads),
             info={
                 "n_labels": str(sum(n for _, n in heads.values())),
                 "taxonomies": ", ".join(name for name in heads if name)[:250],

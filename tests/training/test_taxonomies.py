@@ -240,7 +240,10 @@ def test_a_winner_below_the_baseline_with_few_labels_or_degenerate_sets_is_refus
     assert "knows 89 labels, far fewer than champion v1's 200" in text
     assert "prediction sets cover 1.000 in B (nominal 0.90)" in text
     assert "prediction sets hold 80.0 of 87 labels on average in B" in text
-    assert "'confident' is never true in B on its held-out papers" in text
+    assert "'confident'" not in text  # said, not refused:
+    assert promotion.sanity_caveats(heads) == [
+        "'confident' is never true in B on its held-out papers (use its prediction sets)"
+    ]
     forced = promotion.sanity_problems(
         {metric: 0.3}, {metric: 0.2}, metric, {"A": (_confidence(size=1.0), 2)}, _Version(n_labels="200"), force=True
     )
