@@ -366,9 +366,9 @@ def install_bounded_metrics(routes: Callable[[], Iterable[str]]) -> None:
     itself is untouched and still gets its 404). BentoML labels its HTTP metrics with the raw request path, so
     every distinct missing URL added series for ever: 20,000 of them grew a worker from 354 to 1,075 MB and
     ``/metrics`` to 87 MB."""
-    from bentoml._internal.server.http import instruments
+    from papertrack.serving.http import private_hooks
 
-    original = instruments.RunnerTrafficMetricsMiddleware
+    original = private_hooks.bentoml_metrics_middleware()
     if getattr(original, "papertrack_bounded", False):
         return
 
@@ -387,7 +387,7 @@ def install_bounded_metrics(routes: Callable[[], Iterable[str]]) -> None:
                     scope = {**scope, "path": UNKNOWN_ENDPOINT, _ORIGINAL_PATH: scope["path"]}
             await super().__call__(scope, receive, send)
 
-    instruments.RunnerTrafficMetricsMiddleware = BoundedPathMetrics
+    private_hooks.replace_bentoml_metrics_middleware(BoundedPathMetrics)
 
 
 def _restore_path(app):

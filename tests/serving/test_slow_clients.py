@@ -145,16 +145,14 @@ def test_a_slow_handler_is_not_cut_off(server):
 
 
 def test_the_service_installs_the_deadline_and_reads_traffic_timeout():
-    import uvicorn.config
+    from papertrack.serving.http import private_hooks, read_deadline
 
-    from papertrack.serving.http import read_deadline
-
-    saved = uvicorn.config.HTTP_PROTOCOLS["auto"]
+    saved = private_hooks.uvicorn_auto_protocol()
     try:
         read_deadline.install()
-        assert uvicorn.config.HTTP_PROTOCOLS["auto"] == "papertrack.serving.http.read_deadline:RequestDeadlineProtocol"
+        assert private_hooks.uvicorn_auto_protocol() == "papertrack.serving.http.read_deadline:RequestDeadlineProtocol"
     finally:
-        uvicorn.config.HTTP_PROTOCOLS["auto"] = saved
+        private_hooks.set_uvicorn_auto_protocol(saved)
     assert read_deadline.configured_seconds("no-such-service") == 60.0
 
 
