@@ -42,9 +42,6 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-    # by module name across the package folders: the order the suite has always run in (tests that read the session
-    # store's latest sweep and versions were written against it); a stable sort keeps pytest's order in a module
-    items.sort(key=lambda item: item.path.name)
 
 
 @pytest.fixture(autouse=True)
