@@ -2,9 +2,11 @@
 store (trained once per test session), the service on that champion (in process and over HTTP) and a labeler
 without a model.
 
-`pytest -m "not slow"` is the fast suite. A test is slow when it trains, builds or starts a server: marked by hand
-(`@pytest.mark.slow`, `pytestmark`) when it does so itself, and marked here (:data:`SLOW_FIXTURES`) when it asks
-for a fixture that does, so a new test on the trained sweep cannot slip into the fast suite.
+`pytest -m "not slow"` is the fast suite: every test in it takes under ~2 s (`--durations=0`). A slower test is
+marked by hand (`@pytest.mark.slow`, `pytestmark`) when it is slow itself, and marked here (:data:`SLOW_FIXTURES`)
+when it asks for a costly fixture, so a new test on the trained sweep cannot slip into the fast suite. The tests
+run in a new random order every time (pytest-randomly prints the seed; `--randomly-seed=N` repeats an order): each
+sets up what it needs through its fixtures.
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ os.environ.pop("MLFLOW_TRACKING_URI", None)  # tests always use their own tempor
 
 FAST_CANDIDATES = ["tfidf-word-cnb", "tfidf-word-svm"]
 
-# fixtures that train the sweep (once per session, ~1 minute) or depend on it: the BentoML import, the service
-# the trained sweep and the service on it; `registered` (test_artifact_integrity.py) logs a model into a fresh store;
-# `minilm` (test_embeddings.py) loads the packaged MiniLM; `shared_fit` (test_fast_predict.py) fits on the shared data
+# fixtures that cost more than the fast suite's ~2 s per test (measured with --durations): the sweep trained once per
+# session (~1 minute) and what depends on it (the BentoML import, the service in process and over HTTP);
+# `registered` (test_artifact_integrity.py) logs a model into a fresh store; `minilm` (test_embeddings.py) loads the
+# packaged MiniLM. A test that is slow by itself is marked where it is written (@pytest.mark.slow, pytestmark).
 SLOW_FIXTURES = frozenset(
-    {"trained", "bento_home", "imported", "client", "server_env", "server", "registered", "minilm", "shared_fit"}
+    {"trained", "bento_home", "imported", "client", "server_env", "server", "registered", "minilm"}
 )
 
 
