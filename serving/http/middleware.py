@@ -171,6 +171,10 @@ class OriginGuard:
     * a request with an ``Origin`` header (browsers send it on every POST and on cross-origin requests) must
       come from the page of this same service (``Origin`` host:port = ``Host``) — else 403. curl, the labeler
       and other programs send no ``Origin``.
+
+    Not Starlette's ``TrustedHostMiddleware``: it answers an unknown and a malformed ``Host`` alike (400, plain
+    text "Invalid host header", no allowed names), refuses a request without ``Host`` (HTTP/1.0 clients), checks
+    nothing once ``*`` is allowed, and may redirect to ``www.``.
     """
 
     def __init__(self, app, allowed_hosts: Iterable[str] | None = None):
