@@ -81,7 +81,7 @@ class _VocabularyIndex:
 
     def current_for(self, vectorizer: TfidfVectorizer) -> bool:
         return vectorizer.vocabulary_ is self.vocabulary and (
-            self.idf is None or getattr(vectorizer._tfidf, "idf_", None) is self.idf
+            self.idf is None or getattr(vectorizer, "idf_", None) is self.idf
         )
 
     def counts(self, ids: np.ndarray, token_doc: np.ndarray, n_docs: int) -> sparse.csr_matrix:
@@ -173,7 +173,7 @@ def _eligible(vectorizer) -> bool:
         and not vectorizer.binary
         and vectorizer.norm in ("l2", None)
         and hasattr(vectorizer, "vocabulary_")
-        and hasattr(vectorizer, "_tfidf")
+        and (not vectorizer.use_idf or hasattr(vectorizer, "idf_"))  # fitted: the public idf_ (never _tfidf)
         and np.dtype(vectorizer.dtype) in (np.float64, np.float32)
     )
 

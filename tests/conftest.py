@@ -2,9 +2,11 @@
 store (trained once per test session), the service on that champion (in process and over HTTP) and a labeler
 without a model.
 
-`pytest -m "not slow"` is the fast suite. A test is slow when it trains, builds or starts a server: marked by hand
-(`@pytest.mark.slow`, `pytestmark`) when it does so itself, and marked here (:data:`SLOW_FIXTURES`) when it asks
-for a fixture that does, so a new test on the trained sweep cannot slip into the fast suite.
+`pytest -m "not slow"` is the fast suite: every test in it takes under ~2 s (`--durations=0`). A slower test is
+marked by hand (`@pytest.mark.slow`, `pytestmark`) when it is slow itself, and marked here (:data:`SLOW_FIXTURES`)
+when it asks for a costly fixture, so a new test on the trained sweep cannot slip into the fast suite. The tests
+run in a new random order every time (pytest-randomly prints the seed; `--randomly-seed=N` repeats an order): each
+sets up what it needs through its fixtures.
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ os.environ.pop("MLFLOW_TRACKING_URI", None)  # tests always use their own tempor
 
 FAST_CANDIDATES = ["tfidf-word-cnb", "tfidf-word-svm"]
 
-# fixtures that train the sweep (once per session, ~1 minute) or depend on it: the BentoML import, the service
-# the trained sweep and the service on it; `registered` (test_artifact_integrity.py) logs a model into a fresh store;
-# `minilm` (test_embeddings.py) loads the packaged MiniLM; `shared_fit` (test_fast_predict.py) fits on the shared data
+# fixtures that cost more than the fast suite's ~2 s per test (measured with --durations): the sweep trained once per
+# session (~1 minute) and what depends on it (the BentoML import, the service in process and over HTTP);
+# `registered` (test_artifact_integrity.py) logs a model into a fresh store; `minilm` (test_embeddings.py) loads the
+# packaged MiniLM. A test that is slow by itself is marked where it is written (@pytest.mark.slow, pytestmark).
 SLOW_FIXTURES = frozenset(
-    {"trained", "bento_home", "imported", "client", "server_env", "server", "registered", "minilm", "shared_fit"}
+    {"trained", "bento_home", "imported", "client", "server_env", "server", "registered", "minilm"}
 )
 
 
@@ -42,16 +45,15 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-    # by module name across the package folders: the order the suite has always run in (tests that read the session
-    # store's latest sweep and versions were written against it); a stable sort keeps pytest's order in a module
-    items.sort(key=lambda item: item.path.name)
 
 
 @pytest.fixture(autouse=True)
 def _mlflow_back_on_the_environments_store():
     """A test that points PAPERTRACK_HOME at its own store (monkeypatch) leaves MLflow's process-wide tracking URI,
     the MLFLOW_TRACKING_URI that ``mlflow.set_tracking_uri`` exports and papertrack's note of which URI it set
-    itself on that store; the next test would read and write there. All three are put back after each test."""
+    itself on that store; the next test would read and write there. All three are put back after each test.
+    Needed only while papertrack sets MLflow's tracking URI process-wide (issue 27 item 1, "state passed, not set",
+    removes that; then this fixture goes). It makes no test depend on another: each still runs in any order."""
     from papertrack import settings
 
     saved_env, saved_mark = os.environ.get("MLFLOW_TRACKING_URI"), settings._uri_set_by_papertrack
@@ -143,22 +145,14 @@ def trained(labeled_subset, tmp_path_factory):
 def bentoml_home(home: Path):
     """A temporary BentoML home: the env var (for subprocesses) and BentoML's container singletons (this
     process) point at ``home`` inside the block, and are restored after it."""
-    from bentoml._internal.bento import BentoStore
-    from bentoml._internal.configuration.containers import BentoMLContainer
-    from bentoml._internal.models import ModelStore
-    from bentoml._internal.server.metrics.prometheus import PrometheusClient
+    from papertrack.serving.http import private_hooks
 
     for sub in ("models", "bentos", "envs", "tmp"):
         (home / sub).mkdir(parents=True, exist_ok=True)
     saved = {k: os.environ.get(k) for k in ("BENTOML_HOME", "PAPERTRACK_BENTO_MODEL")}
     os.environ["BENTOML_HOME"] = str(home)
     try:
-        with (
-            BentoMLContainer.bentoml_home.patch(str(home)),
-            BentoMLContainer.model_store.patch(ModelStore(home / "models")),
-            BentoMLContainer.bento_store.patch(BentoStore(home / "bentos")),
-            BentoMLContainer.metrics_client.patch(PrometheusClient(multiproc=False)),
-        ):
+        with private_hooks.bentoml_home_in_process(home):
             yield home
     finally:
         for key, value in saved.items():
@@ -193,16 +187,14 @@ def imported(bento_home):
 @pytest.fixture(scope="module")
 def client(imported):
     """Starlette's TestClient on the service's real ASGI app (BentoML's routes, middlewares and validation)."""
-    from prometheus_client import REGISTRY
     from starlette.testclient import TestClient
 
+    from papertrack.serving.http import private_hooks
     from papertrack.serving.http.service import PaperTrack
 
     # another test module may have built the app in this process: its request metrics are registered in the
     # process-wide Prometheus registry (single-process mode) and would be registered a second time
-    for collector, names in list(REGISTRY._collector_to_names.items()):
-        if any(name.startswith("bentoml_") for name in names):
-            REGISTRY.unregister(collector)
+    private_hooks.unregister_prometheus_collectors("bentoml_")
     with TestClient(PaperTrack.to_asgi(), base_url="http://127.0.0.1:3000") as test_client:
         yield test_client
 

@@ -1,4 +1,11 @@
-"""Evaluation metrics at label and area level, from a probability matrix over the label space."""
+"""Evaluation metrics at label and area level, from a probability matrix over the label space.
+
+Top-k accuracy and log-loss are not scikit-learn's ``top_k_accuracy_score`` / ``log_loss``: those give the same
+numbers except on ties and zero probabilities, which the sweep's models do produce (a label absent from a fold's
+training data gets exactly 0). A tie goes here to the lower label index, as ``argmax`` does for the prediction
+macro-F1 scores (scikit-learn ranks the higher index first), and a true label with probability 0 costs
+``-log(1e-15)`` (scikit-learn clips at the float64 epsilon, with no ``eps`` parameter since 1.5).
+``tests/training/test_metrics.py`` checks both against scikit-learn."""
 
 from __future__ import annotations
 

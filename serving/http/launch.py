@@ -42,11 +42,12 @@ def _alive(pid: int) -> bool:
 
 
 def main() -> None:
-    from bentoml._internal.configuration.containers import BentoMLContainer
     from bentoml_cli.cli import cli
 
-    own = metrics_dir(BentoMLContainer.bentoml_home.get())
-    BentoMLContainer.prometheus_multiproc_dir.set(str(own))
+    from papertrack.serving.http import private_hooks
+
+    own = metrics_dir(private_hooks.bentoml_home())
+    private_hooks.set_prometheus_multiproc_dir(own)
     atexit.register(shutil.rmtree, own, ignore_errors=True)
     sys.argv = ["bentoml", *sys.argv[1:]]
     sys.exit(cli())

@@ -171,6 +171,10 @@ class OriginGuard:
     * a request with an ``Origin`` header (browsers send it on every POST and on cross-origin requests) must
       come from the page of this same service (``Origin`` host:port = ``Host``) — else 403. curl, the labeler
       and other programs send no ``Origin``.
+
+    Not Starlette's ``TrustedHostMiddleware``: it answers an unknown and a malformed ``Host`` alike (400, plain
+    text "Invalid host header", no allowed names), refuses a request without ``Host`` (HTTP/1.0 clients), checks
+    nothing once ``*`` is allowed, and may redirect to ``www.``.
     """
 
     def __init__(self, app, allowed_hosts: Iterable[str] | None = None):
@@ -366,9 +370,9 @@ def install_bounded_metrics(routes: Callable[[], Iterable[str]]) -> None:
     itself is untouched and still gets its 404). BentoML labels its HTTP metrics with the raw request path, so
     every distinct missing URL added series for ever: 20,000 of them grew a worker from 354 to 1,075 MB and
     ``/metrics`` to 87 MB."""
-    from bentoml._internal.server.http import instruments
+    from papertrack.serving.http import private_hooks
 
-    original = instruments.RunnerTrafficMetricsMiddleware
+    original = private_hooks.bentoml_metrics_middleware()
     if getattr(original, "papertrack_bounded", False):
         return
 
@@ -387,7 +391,7 @@ def install_bounded_metrics(routes: Callable[[], Iterable[str]]) -> None:
                     scope = {**scope, "path": UNKNOWN_ENDPOINT, _ORIGINAL_PATH: scope["path"]}
             await super().__call__(scope, receive, send)
 
-    instruments.RunnerTrafficMetricsMiddleware = BoundedPathMetrics
+    private_hooks.replace_bentoml_metrics_middleware(BoundedPathMetrics)
 
 
 def _restore_path(app):

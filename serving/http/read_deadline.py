@@ -24,7 +24,8 @@ import asyncio
 import logging
 
 import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from papertrack.serving.http import private_hooks
 
 logger = logging.getLogger("bentoml.papertrack")
 
@@ -36,15 +37,14 @@ def configured_seconds(service: str = SERVICE_NAME) -> float:
     """The service's ``traffic.timeout`` from BentoML's merged configuration (the ``@bentoml.service`` value,
     overridden by ``BENTOML_CONFIG_OPTIONS='services.papertrack.traffic.timeout=N'`` or a config file)."""
     try:
-        from bentoml._internal.configuration.containers import BentoMLContainer
-
-        traffic = (BentoMLContainer.config.services.get().get(service) or {}).get("traffic") or {}
-        return float(traffic.get("timeout") or DEFAULT_SECONDS)
-    except Exception:  # BentoML's internals moved: keep the documented default rather than no bound
+        seconds = private_hooks.service_traffic_timeout(service)
+    except Exception as error:  # BentoML's internals moved: the documented default rather than no bound, said
+        logger.warning("no traffic.timeout of %s (%s); a request gets %g s", service, error, DEFAULT_SECONDS)
         return DEFAULT_SECONDS
+    return DEFAULT_SECONDS if seconds is None else seconds
 
 
-class RequestDeadlineProtocol(H11Protocol):
+class RequestDeadlineProtocol(private_hooks.h11_protocol()):  # type: ignore[misc]
     """uvicorn's h11 protocol with a deadline for receiving each request (module doc)."""
 
     seconds: float | None = None  # None: the service's traffic.timeout, read at the first connection
@@ -101,6 +101,4 @@ class RequestDeadlineProtocol(H11Protocol):
 def install() -> None:
     """Make :class:`RequestDeadlineProtocol` uvicorn's ``"auto"`` HTTP protocol in this process (what a
     BentoML worker's ``uvicorn.Config`` uses)."""
-    import uvicorn.config
-
-    uvicorn.config.HTTP_PROTOCOLS["auto"] = f"{__name__}:RequestDeadlineProtocol"
+    private_hooks.set_uvicorn_auto_protocol(f"{__name__}:RequestDeadlineProtocol")

@@ -48,7 +48,7 @@ from threadpoolctl import threadpool_limits
 
 from papertrack import settings
 from papertrack.errors import NoModelError
-from papertrack.serving.http import bento_store, explain_api, page, schemas
+from papertrack.serving.http import bento_store, explain_api, page, private_hooks, schemas
 from papertrack.serving.http.drift_api import request_schema as drift_request_schema
 from papertrack.serving.http.error_answers import error_body
 from papertrack.serving.http.middleware import (
@@ -85,7 +85,7 @@ class _ClientErrorFilter(logging.Filter):
         return True
 
 
-logging.getLogger("bentoml._internal.server.http_app").addFilter(_ClientErrorFilter())
+logging.getLogger(private_hooks.BENTOML_HTTP_APP_LOGGER).addFilter(_ClientErrorFilter())
 
 
 def _workers() -> int | str:

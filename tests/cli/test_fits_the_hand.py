@@ -192,6 +192,7 @@ def test_import_papertrack_is_light():
     assert out[0] == "True" and out[2] == "False"
 
 
+@pytest.mark.slow  # 8 s (--durations, loaded machine): a fresh MLflow SQLite store (schema migrations)
 def test_load_without_a_model_says_what_to_do(tmp_path, monkeypatch):
     import papertrack
     from papertrack.errors import NoModelError

@@ -80,6 +80,7 @@ def test_a_bad_number_is_a_user_error_naming_the_variable(monkeypatch):
         settings.current()
 
 
+@pytest.mark.slow  # 12 s (--durations, loaded machine): a fresh MLflow SQLite store (schema migrations)
 def test_user_sqlite_store_keeps_artifacts_under_papertrack_home(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(settings.HOME_ENV, str(tmp_path / "home"))

@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from papertrack.features.ingest import BadRecord, Record, iter_records
+from tests.conftest import FakeBackend
 
 PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
 
@@ -31,8 +32,31 @@ def backend(trained):
 
 @pytest.fixture(scope="module")
 def dump(trained, tmp_path_factory) -> Path:
-    """300 labeled records of the subset with bad lines, a record without id and a blank line mixed in."""
-    lines = Path(trained["data"]).read_text(encoding="utf-8").splitlines()[:300]
+    """300 labeled records of the trained subset with bad lines, a record without id and a blank line mixed in."""
+    return mixed_dump(Path(trained["data"]), tmp_path_factory.mktemp("dumps") / "mixed.jsonl")
+
+
+@pytest.fixture(scope="module")
+def subset_dump(labeled_subset, tmp_path_factory) -> Path:
+    """The same mixed dump, built without training anything (for the tests on a fake model)."""
+    return mixed_dump(labeled_subset, tmp_path_factory.mktemp("subset-dumps") / "mixed.jsonl")
+
+
+class RecordBackend(FakeBackend):
+    """A fake model whose ranking depends on the record (the abstract's length picks one of three orders), so a
+    row written against the wrong record shows."""
+
+    def label(self, records, k):
+        answers = super().label(records, k)
+        for record, answer in zip(records, answers):
+            turn = len(record.abstract) % 3
+            answer["tracks"] = (answer["tracks"][turn:] + answer["tracks"][:turn])[:k]
+        return answers
+
+
+def mixed_dump(source: Path, path: Path) -> Path:
+    """300 labeled records of ``source`` with bad lines, a record without id and a blank line mixed in."""
+    lines = source.read_text(encoding="utf-8").splitlines()[:300]
     extra = {
         3: "{not valid json",
         10: json.dumps({"id": "empty-1", "abstract": "   ", "label": "Deep Learning"}),
@@ -49,7 +73,6 @@ def dump(trained, tmp_path_factory) -> Path:
     }
     for position in sorted(extra, reverse=True):
         lines.insert(position, extra[position])
-    path = tmp_path_factory.mktemp("dumps") / "mixed.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -213,8 +236,10 @@ def test_labeling_streams_in_chunks(backend, tmp_path, monkeypatch):
     assert sizes == [100] * 10 and max(ahead) == 0
 
 
-def test_resume_after_a_crash_gives_the_same_bytes(dump, backend, tmp_path, monkeypatch):
+def test_resume_after_a_crash_gives_the_same_bytes(subset_dump, tmp_path, monkeypatch):
     from papertrack.serving.batch import labeler
+
+    dump, backend = subset_dump, RecordBackend()
 
     clean = tmp_path / "clean.jsonl"
     labeler.label_dumps([dump], clean, backend, chunk_size=40)
@@ -294,8 +319,10 @@ def test_resume_after_kill_9_equals_a_clean_run(data_dir, backend, tmp_path):
     assert out.with_name("killed.errors.jsonl").read_bytes() == clean.with_name("clean.errors.jsonl").read_bytes()
 
 
-def test_resume_refuses_a_changed_input_or_options(dump, backend, tmp_path, monkeypatch):
+def test_resume_refuses_a_changed_input_or_options(subset_dump, fake_model, tmp_path, monkeypatch):
     from papertrack.serving.batch import labeler
+
+    dump, backend = subset_dump, RecordBackend()
 
     copy = tmp_path / "copy.jsonl"
     copy.write_bytes(dump.read_bytes())
@@ -305,7 +332,7 @@ def test_resume_refuses_a_changed_input_or_options(dump, backend, tmp_path, monk
     with pytest.raises(KeyboardInterrupt):
         labeler.label_dumps([copy], out, backend, chunk_size=50)
     monkeypatch.setattr(backend, "label", real_label)
-    result = run_cli(str(copy), "-o", str(out), "--resume", "-k", "5")
+    result = run_cli(str(copy), "-o", str(out), "--resume", "-k", "2")
     assert result.exit_code == 2 and "--top-k changed" in flat(result.output)
     with open(copy, "a", encoding="utf-8") as f:
         f.write(json.dumps({"abstract": "one more"}) + "\n")

@@ -53,6 +53,7 @@ def test_suggest_writes_text_jsonl_and_csv():
         output_kind(Path("a.parquet"))
 
 
+@pytest.mark.slow  # 7 s (--durations, loaded machine): a fresh MLflow SQLite store (schema migrations)
 def test_the_model_loader_says_how_to_get_a_model(tmp_path, monkeypatch):
     from papertrack.serving.batch.labeler import ModelMissing
     from papertrack.serving.model_loader import TRAIN_HINT, load_model

@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from papertrack import registry
 from papertrack.training import promotion
@@ -82,6 +83,7 @@ def test_evaluations_name_their_metrics_with_their_prefix():
     }
 
 
+@pytest.mark.slow  # 6 s (--durations, loaded machine): a fresh MLflow SQLite store (schema migrations)
 def test_runs_reads_candidate_runs_logged_with_the_old_names(tmp_path, monkeypatch):
     import mlflow
 

@@ -58,6 +58,38 @@ def test_log_loss_by_hand():
     assert metrics.log_loss(np.array([[1.0, 0.0]]), np.array([1])) == pytest.approx(-np.log(1e-15))
 
 
+def test_top_k_and_log_loss_equal_scikit_learns_without_ties_or_zero_probabilities():
+    """scikit-learn's top_k_accuracy_score and log_loss (told every label with labels=: some are absent from the
+    truth) give the same numbers wherever no two probabilities of a row tie and no true label has probability 0;
+    there they differ on purpose (the next test)."""
+    from sklearn.metrics import log_loss as sklearn_log_loss
+    from sklearn.metrics import top_k_accuracy_score
+
+    rng = np.random.default_rng(3)
+    for n_labels, n in ((4, 30), (7, 50), (12, 9)):
+        proba = rng.dirichlet(np.ones(n_labels), size=n)
+        y = rng.integers(0, n_labels - 2, size=n)  # the last two labels are never the truth
+        labels = np.arange(n_labels)
+        for k in (1, 2, 3):
+            assert metrics.top_k_accuracy(proba, y, k) == top_k_accuracy_score(y, proba, k=k, labels=labels)
+        assert metrics.log_loss(proba, y) == pytest.approx(sklearn_log_loss(y, proba, labels=labels), rel=1e-12)
+
+
+def test_where_scikit_learn_differs_ties_go_to_the_lower_index_and_zero_costs_log_1e15():
+    """Why scoring.py keeps its own two: a tie goes to the lower label index, as argmax does (the prediction
+    macro-F1 scores), where top_k_accuracy_score ranks the higher index first; and a true label with probability 0
+    costs -log(1e-15) = 34.54, where log_loss clips at the float64 epsilon (36.04)."""
+    from sklearn.metrics import log_loss as sklearn_log_loss
+    from sklearn.metrics import top_k_accuracy_score
+
+    uniform, y = np.full((2, 4), 0.25), np.array([0, 0])
+    assert metrics.top_k_accuracy(uniform, y, 1) == 1.0 and uniform.argmax(axis=1).tolist() == [0, 0]
+    assert top_k_accuracy_score(y, uniform, k=1, labels=np.arange(4)) == 0.0
+    certain_wrong = np.array([[1.0, 0.0, 0.0]])
+    assert metrics.log_loss(certain_wrong, np.array([1])) == pytest.approx(34.538776, abs=1e-6)
+    assert sklearn_log_loss([1], certain_wrong, labels=[0, 1, 2]) == pytest.approx(36.043653, abs=1e-6)
+
+
 def test_expected_calibration_error_by_hand():
     # two rows at confidence 0.9 (one right, one wrong) and two at 0.6 (both right)
     proba = np.array([[0.9, 0.1], [0.9, 0.1], [0.6, 0.4], [0.4, 0.6]])
