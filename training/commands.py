@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from papertrack.cli_options import AbstractColumn, IdColumn, TitleColumn
 from papertrack.console import console
 from papertrack.features.ingest import FORMATS
 from papertrack.training.config import DEFAULTS, MAX_FOLDS, MIN_FOLDS, SweepConfig, option_help
@@ -20,16 +21,9 @@ def train(
     fmt: Annotated[
         str | None, typer.Option("--format", help=f"{option_help('fmt')}: {', '.join(FORMATS)}.")
     ] = DEFAULTS.fmt,
-    abstract_column: Annotated[
-        str | None,
-        typer.Option(help="The CSV column (or JSON field) that holds the abstract (default: 'abstract')."),
-    ] = None,
-    title_column: Annotated[
-        str | None, typer.Option(help="The CSV column (or JSON field) that holds the title (default: 'title').")
-    ] = None,
-    id_column: Annotated[
-        str | None, typer.Option(help="The CSV column (or JSON field) that holds the id (default: 'id').")
-    ] = None,
+    abstract_column: AbstractColumn = None,
+    title_column: TitleColumn = None,
+    id_column: IdColumn = None,
     candidates: Annotated[
         list[str] | None, typer.Option("--candidate", "-c", help=option_help("candidate_names"))
     ] = None,

@@ -20,6 +20,7 @@ from rich.progress import (
 from rich.text import Text
 
 from papertrack import settings
+from papertrack.cli_options import AbstractColumn, IdColumn, TitleColumn
 from papertrack.console import err_console
 from papertrack.errors import UsageError
 from papertrack.features.ingest import FORMATS
@@ -103,16 +104,9 @@ def label(
         list[str] | None,
         typer.Option("--spark-conf", help="A Spark setting KEY=VALUE (repeatable), e.g. spark.executor.memory=4g."),
     ] = None,
-    abstract_column: Annotated[
-        str | None,
-        typer.Option(help="The CSV column (or JSON field) that holds the abstract (default: 'abstract')."),
-    ] = None,
-    title_column: Annotated[
-        str | None, typer.Option(help="The CSV column (or JSON field) that holds the title (default: 'title').")
-    ] = None,
-    id_column: Annotated[
-        str | None, typer.Option(help="The CSV column (or JSON field) that holds the id (default: 'id').")
-    ] = None,
+    abstract_column: AbstractColumn = None,
+    title_column: TitleColumn = None,
+    id_column: IdColumn = None,
 ) -> None:
     """Label every abstract of the dump(s): one output row per input record, in input order.
 

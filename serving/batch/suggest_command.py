@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from papertrack import settings
+from papertrack.cli_options import AbstractColumn, IdColumn, TitleColumn
 from papertrack.errors import UsageError
 from papertrack.features.ingest import FORMATS
 from papertrack.features.ingest.stdin_copy import exits_on_sigterm
@@ -55,16 +56,9 @@ def suggest(
         ),
     ] = None,
     fmt: Annotated[str | None, typer.Option("--format", help=f"Force the input format: {', '.join(FORMATS)}.")] = None,
-    abstract_column: Annotated[
-        str | None,
-        typer.Option(help="The CSV column (or JSON field) that holds the abstract (default: 'abstract')."),
-    ] = None,
-    title_column: Annotated[
-        str | None, typer.Option(help="The CSV column (or JSON field) that holds the title (default: 'title').")
-    ] = None,
-    id_column: Annotated[
-        str | None, typer.Option(help="The CSV column (or JSON field) that holds the id (default: 'id').")
-    ] = None,
+    abstract_column: AbstractColumn = None,
+    title_column: TitleColumn = None,
+    id_column: IdColumn = None,
 ) -> None:
     """Pick the abstracts whose labels would teach the model most; write them, pre-labeled with its guess, to edit."""
     from papertrack.features.ingest import expand_stdin
