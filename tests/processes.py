@@ -8,6 +8,8 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -48,3 +50,21 @@ def wait_http(url: str, proc: subprocess.Popen, log: Path, seconds: float = 180)
         if time.monotonic() > deadline:
             pytest.fail(f"{url} not ready after {seconds} s:\n{log.read_text()[-3000:]}")
         time.sleep(0.25)
+
+
+@contextmanager
+def papertrack_serve(env: dict, log: Path, *args: str) -> Iterator[str]:
+    """`papertrack serve` (one worker unless ``args`` say otherwise) on a free loopback port with ``env``; yields its
+    URL once /readyz answers; stopped by its process group on exit."""
+    import sys
+
+    port = free_port()
+    command = [str(Path(sys.executable).with_name("papertrack")), "serve", "--port", str(port)]
+    command += list(args) or ["--workers", "1"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/readyz", proc, log)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop(proc)

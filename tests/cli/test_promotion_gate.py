@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.conftest import sources_subset
-from tests.processes import free_port, stop, wait_http
+from tests.processes import papertrack_serve
 
 pytestmark = pytest.mark.slow
 PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
@@ -90,21 +90,8 @@ def test_a_champion_with_two_labels_serves_and_labels(tmp_path):
     assert "answering with --top-k 2 instead of 3" in " ".join(labeled.stderr.split())
     rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert len(rows) == 40 and all(len(r["tracks"]) == 2 for r in rows)
-    port = free_port()
-    log = tmp_path / "serve.log"
-    with open(log, "wb") as stream:
-        proc = subprocess.Popen(
-            [PAPERTRACK, "serve", "--port", str(port), "--workers", "1"],
-            env=env,
-            stdout=stream,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        wait_http(f"http://127.0.0.1:{port}/readyz", proc, log)
-        answer = httpx.post(f"http://127.0.0.1:{port}/predict", json={"abstract": "attention token graph"}).json()
+    with papertrack_serve(env, tmp_path / "serve.log") as url:
+        answer = httpx.post(f"{url}/predict", json={"abstract": "attention token graph"}).json()
         assert len(answer["tracks"]) == 2
-        too_many = httpx.post(f"http://127.0.0.1:{port}/predict", json={"abstract": "attention", "top_k": 5})
+        too_many = httpx.post(f"{url}/predict", json={"abstract": "attention", "top_k": 5})
         assert too_many.status_code == 400 and "between 1 and 2" in too_many.text
-    finally:
-        stop(proc)

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.conftest import THREE_SOURCES, sources_subset
-from tests.processes import free_port, stop, wait_http
+from tests.processes import papertrack_serve
 
 pytestmark = pytest.mark.slow
 PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
@@ -132,19 +132,7 @@ print(json.dumps({"taxonomies": model.taxonomies, "api": answer, "pyfunc": frame
 
 
 def test_the_service_answers_in_the_asked_taxonomy(store):
-    port = free_port()
-    log = store["folder"] / "serve.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [PAPERTRACK, "serve", "--port", str(port), "--workers", "1"],
-            env=store["env"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_http(f"{url}/readyz", proc, log)
+    with papertrack_serve(store["env"], store["folder"] / "serve.log") as url:
         meta = httpx.get(f"{url}/metadata").json()
         assert meta["default_taxonomy"] == "ICLR 2025" and list(meta["taxonomies"]) == ["ICLR 2025", "ICML 2025"]
         abstract = "We study jailbreak attacks on aligned language models and propose a safety defense."
@@ -161,5 +149,3 @@ def test_the_service_answers_in_the_asked_taxonomy(store):
         assert bad.status_code == 400
         assert "this model answers in: ICLR 2025, ICML 2025" in bad.json()["error"]
         assert bad.json()["detail"][0]["loc"] == ["taxonomy"]
-    finally:
-        stop(proc)
