@@ -24,8 +24,18 @@ MAX_SPANS = 100
 """Most spans returned per term (its first occurrences): a frequent word of a long abstract has hundreds."""
 
 
+MAX_EXPLAIN_TOP_K = MAX_EXPLAINED_TERMS // MAX_TERMS
+"""Most tracks one explanation explains: with at most MAX_TERMS terms each, every request the schema allows stays
+within MAX_EXPLAINED_TERMS (the product itself is checked too, and said in the 400)."""
+
+
 class ExplainRequest(PredictRequest):
     """Body of ``POST /explain``: a ``/predict`` body and how many terms per track."""
+
+    top_k: Annotated[
+        int,
+        Field(ge=1, le=MAX_EXPLAIN_TOP_K, description=f"How many ranked tracks to explain: 1 to {MAX_EXPLAIN_TOP_K}."),
+    ] = 3
 
     terms: Annotated[int, Field(ge=1, le=MAX_TERMS, description="Terms per track (most weight first).")] = DEFAULT_TERMS
     neighbors: Annotated[

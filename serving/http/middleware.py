@@ -228,9 +228,15 @@ SPEC_PATH = "/docs.json"
 class SpecRoute:
     """Answers ``GET /docs.json`` with the corrected spec (:func:`.openapi.corrected`, built once per worker)."""
 
-    def __init__(self, app, spec: Callable[[], dict], n_labels: Callable[[], int | None]):
+    def __init__(
+        self,
+        app,
+        spec: Callable[[], dict],
+        n_labels: Callable[[], int | None],
+        taxonomies: Callable[[], list[str] | None] = lambda: None,
+    ):
         self.app = app
-        self.spec, self.n_labels = spec, n_labels
+        self.spec, self.n_labels, self.taxonomies = spec, n_labels, taxonomies
         self._body: bytes | None = None
 
     async def __call__(self, scope, receive, send):
@@ -239,7 +245,7 @@ class SpecRoute:
         if self._body is None:
             from papertrack.serving.http.openapi import corrected
 
-            self._body = json.dumps(corrected(self.spec(), self.n_labels())).encode("utf-8")
+            self._body = json.dumps(corrected(self.spec(), self.n_labels(), self.taxonomies())).encode("utf-8")
         await respond(send, 200, self._body)
 
 

@@ -14,12 +14,34 @@ each; :class:`~.middleware.SpecRoute` answers ``/docs.json`` with it.
 from __future__ import annotations
 
 import copy
+import functools
+import re
 from typing import Any
 
 from papertrack import __version__
 from papertrack.features.ingest import FORMATS
 
-CONTENT_PATTERN = r"[^\W_]"  # at least one letter or digit (what features.ingest.has_content checks)
+CONTENT_PATTERN = r"[^\W_]"  # at least one letter or digit (what features.ingest.has_content checks), in Python
+
+
+@functools.cache
+def content_pattern() -> str:
+    """CONTENT_PATTERN as the spec writes it: the same characters spelled as explicit ranges of the Basic
+    Multilingual Plane, because a JSON Schema pattern is an ECMA-262 regular expression, in which ``\\W`` is ASCII
+    only (Python's is Unicode: "º" is a letter to the service but not to an ECMA ``[^\\W_]``)."""
+    letter = re.compile(CONTENT_PATTERN)
+    ranges: list[tuple[int, int]] = []
+    for cp in range(0x10000):
+        if 0xD800 <= cp <= 0xDFFF or not letter.match(chr(cp)):
+            continue
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1] = (ranges[-1][0], cp)
+        else:
+            ranges.append((cp, cp))
+    spell = "\\u{:04x}".format
+    return "[" + "".join(spell(a) if a == b else f"{spell(a)}-{spell(b)}" for a, b in ranges) + "]"
+
+
 ERROR_SCHEMA = {
     "type": "object",
     "title": "ErrorResponse",
@@ -58,7 +80,7 @@ ERRORS = {
 PATH_ERRORS = {"/drift": {"409": "The served model carries no training profile (trained before drift reports)."}}
 
 
-def corrected(spec: dict[str, Any], n_labels: int | None) -> dict[str, Any]:
+def corrected(spec: dict[str, Any], n_labels: int | None, taxonomies: list[str] | None = None) -> dict[str, Any]:
     """A copy of BentoML's spec with the fixes listed in the module doc."""
     spec = copy.deepcopy(spec)
     spec["info"] = {"title": "papertrack", "version": __version__, "description": DESCRIPTION}
@@ -69,7 +91,7 @@ def corrected(spec: dict[str, Any], n_labels: int | None) -> dict[str, Any]:
             schemas[name] = ERROR_SCHEMA
     _nullable_anyof(spec)
     if "Paper" in schemas:  # the items of /predict_batch's papers (a $ref)
-        _fix_request_schema(schemas["Paper"], n_labels)
+        _fix_request_schema(schemas["Paper"], n_labels, taxonomies)
     for path, operations in spec.get("paths", {}).items():
         for method, operation in operations.items():
             # BentoML keys its error responses by int (400, 404, 500): json.dumps writes them as "400" next to
@@ -93,7 +115,7 @@ def corrected(spec: dict[str, Any], n_labels: int | None) -> dict[str, Any]:
             elif method == "post" and "requestBody" in operation:
                 operation["requestBody"]["required"] = True
                 for media in operation["requestBody"].get("content", {}).values():
-                    _fix_request_schema(media.get("schema", {}), n_labels)
+                    _fix_request_schema(media.get("schema", {}), n_labels, taxonomies)
                 for status, description in {**ERRORS, **PATH_ERRORS.get(path, {})}.items():
                     responses[status] = _error_response(description)
             elif method == "get":
@@ -109,18 +131,21 @@ def _error_response(description: str) -> dict:
     }
 
 
-def _fix_request_schema(schema: dict, n_labels: int | None) -> None:
+def _fix_request_schema(schema: dict, n_labels: int | None, taxonomies: list[str] | None = None) -> None:
     properties = schema.get("properties", {})
     if "abstract" in properties:
-        properties["abstract"]["pattern"] = CONTENT_PATTERN
-    title = properties.get("title")
-    if title is not None and title.get("default", "") is None:
-        title["nullable"] = True
-    if n_labels is not None and "top_k" in properties:
-        properties["top_k"]["maximum"] = n_labels
+        properties["abstract"]["pattern"] = content_pattern()
+    for name in ("title", "taxonomy"):
+        field = properties.get(name)
+        if field is not None and field.get("default", "") is None:
+            field["nullable"] = True
+    if taxonomies and "taxonomy" in properties:  # the names this model answers to (its taxonomies and sources)
+        properties["taxonomy"]["enum"] = [*taxonomies, None]
+    if n_labels is not None and "top_k" in properties:  # the model's labels, or less where the request says so
+        properties["top_k"]["maximum"] = min(n_labels, properties["top_k"].get("maximum", n_labels))
     papers = properties.get("papers", {}).get("items")
     if isinstance(papers, dict) and "properties" in papers:
-        _fix_request_schema(papers, n_labels)
+        _fix_request_schema(papers, n_labels, taxonomies)
 
 
 def _nullable_anyof(node: Any) -> None:

@@ -67,6 +67,7 @@ INLINE_MAX_MS = 3.0  # a model predicting one abstract faster than this answers 
 settings.quiet_third_parties()
 bound_request_reading()  # a slow client gets traffic.timeout to send a whole request (serving/http/read_deadline.py)
 _served: dict[str, int] = {}  # facts of the model this worker serves, for the OpenAPI spec
+_taxonomy_names: list[str] = []  # the taxonomy names it answers to, for the OpenAPI spec
 
 
 class _ClientErrorFilter(logging.Filter):
@@ -154,6 +155,8 @@ class PaperTrack:
         heads = self.predictor.taxonomies
         self.n_labels = self.predictor.space.n_labels
         _served["n_labels"] = min(h.space.n_labels for h in heads)  # the spec's top_k bound: valid in every one
+        # the spec's taxonomy values: every name the model answers to
+        _taxonomy_names[:] = list(dict.fromkeys(n for h in heads for n in (h.taxonomy, *h.sources) if n))
         space = self.predictor.space
         metrics = card.metrics or meta.get("metrics") or {}
         self._metadata = schemas.MetadataResponse(
@@ -345,7 +348,10 @@ PaperTrack.add_asgi_middleware(ConnectionRecycler)
 PaperTrack.add_asgi_middleware(ResponsePolicy)
 PaperTrack.add_asgi_middleware(OriginGuard)
 PaperTrack.add_asgi_middleware(
-    SpecRoute, spec=lambda: PaperTrack.openapi_spec.asdict(), n_labels=lambda: _served.get("n_labels")
+    SpecRoute,
+    spec=lambda: PaperTrack.openapi_spec.asdict(),
+    n_labels=lambda: _served.get("n_labels"),
+    taxonomies=lambda: _taxonomy_names or None,
 )
 PaperTrack.add_asgi_middleware(RequestGuard, paths=_api_routes())  # every POST endpoint
 
