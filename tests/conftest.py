@@ -137,7 +137,10 @@ def trained(labeled_subset, tmp_path_factory):
 
     home = tmp_path_factory.mktemp("papertrack-home")
     os.environ["PAPERTRACK_HOME"] = str(home)
-    result = run_sweep(SweepConfig([labeled_subset], candidate_names=FAST_CANDIDATES, folds=3, seed=7))
+    # the shift holdout too (off by default with a temporal one): the tests read every evaluation of a sweep
+    result = run_sweep(
+        SweepConfig([labeled_subset], candidate_names=FAST_CANDIDATES, folds=3, seed=7, shift_holdout=True)
+    )
     return {"home": home, "result": result, "model_uri": "models:/papertrack@champion", "data": labeled_subset}
 
 

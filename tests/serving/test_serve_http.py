@@ -37,7 +37,7 @@ def test_predict_over_http_equals_the_pyfunc(server, trained, records):
     with bentoml.SyncHTTPClient(server["url"], timeout=30) as client:
         for record in records[:8]:
             body = client.predict(abstract=record["abstract"], title=None, top_k=3)
-            assert set(body) == {"tracks", "areas", "prediction_set", "confident", "model"}
+            assert set(body) == {"tracks", "areas", "prediction_set", "confident", "taxonomy", "model"}
             assert len(body["tracks"]) == 3
             assert body["model"]["name"] == "papertrack"
             assert body["model"]["run_id"] == trained["result"].winner.run_id
