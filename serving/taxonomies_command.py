@@ -13,8 +13,9 @@ from papertrack.console import console
 
 
 def describe(predictor) -> list[dict]:
-    """Per taxonomy of ``predictor`` (the default first): its name, sources, labels with their training records
-    (rows of its training set: its own papers and older ones mapped through a crosswalk), areas, calibration."""
+    """Per taxonomy of ``predictor`` (the default first): its name, sources, labels with their records (the
+    taxonomy's own labeled papers; a crosswalked taxonomy's head also learns from the older ones), areas,
+    calibration."""
     out = []
     for i, head in enumerate(predictor.taxonomies):
         profile = head.training_profile
@@ -51,7 +52,7 @@ def taxonomies(
         console.print_json(json.dumps(found, ensure_ascii=False))
         return
     table = Table(title=f"Taxonomies of {model}")
-    for column in ("taxonomy", "labels", "areas", "training rows", "sources", "set coverage / size"):
+    for column in ("taxonomy", "labels", "areas", "own papers", "sources", "set coverage / size"):
         table.add_column(column, overflow="fold")
     for t in found:
         table.add_row(
@@ -65,9 +66,9 @@ def taxonomies(
     console.print(table)
     if labels:
         for t in found:
-            listing = Table(title=f"{t['name']}: labels (training rows)")
+            listing = Table(title=f"{t['name']}: labels (its own papers)")
             listing.add_column("label", overflow="fold")
-            listing.add_column("rows", justify="right")
+            listing.add_column("papers", justify="right")
             for item in sorted(t["labels"], key=lambda x: -(x["records"] or 0)):
                 listing.add_row(item["label"], "?" if item["records"] is None else f"{item['records']:,}")
             console.print(listing)

@@ -108,7 +108,7 @@ def test_trained_artifact_answers_sets_and_logs_coverage(trained):
     for answer, row in zip(answers, proba):
         assert answer["prediction_set"][0] == answer["tracks"][0]["label"]
         assert answer["confident"] == (row.max() >= confidence.top1_threshold)
-        assert set(answer) == {"tracks", "areas", "prediction_set", "confident"}
+        assert set(answer) == {"tracks", "areas", "prediction_set", "confident", "taxonomy"}
     frame = pyfunc.predict(__import__("pandas").DataFrame({"abstract": abstracts[:3]}))
     assert list(frame["prediction_set"].iloc[0]) == answers[0]["prediction_set"]
 
