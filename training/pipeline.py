@@ -99,17 +99,18 @@ def prepare(config: SweepConfig, records: list) -> Prepared:
     head_notes = []
     for head in heads.heads[1:]:
         temporal, why_not = temporal_direction(head.data)
+        own = len(head.data.native_rows)
+        said = (
+            f"temporal holdout: train on the earlier years in its names ({len(temporal.train):,} rows), test on its "
+            f"own {len(temporal.test):,} papers"
+            if temporal is not None
+            else f"no temporal holdout ({why_not})"
+        )
         head_notes.append(
             Note(
-                f"{head.name}: temporal holdout: train on the earlier years in its names "
-                f"({len(temporal.train):,} rows), test on its own {len(temporal.test):,} papers; "
-                if temporal is not None
-                else f"{head.name}: no temporal holdout ({why_not}); "
+                f"{head.name}: {said}; new names known: {config.folds}-fold over its own {own:,} papers, the "
+                f"{len(head.data.y) - own:,} older rows on every fold's training side"
             )
-        )
-        head_notes[-1] = Note(
-            head_notes[-1].text
-            + f"new names known: {config.folds}-fold over its {len(head.data.y):,} rows, read on its own papers"
         )
     sources = data.label_distribution()
     counts = {name: int(sources[name].sum()) for name in data.source_names}
