@@ -164,6 +164,8 @@ def embedding_sweep(data_dir, tmp_path_factory, minilm):
         )
         records, _ = load_dataset([str(data)], labeled=True)
         yield {
+            # what the sweep's embedder encoded, read now: a test run between (any order) may reset the embedders
+            "encoded": emb.get_embedder("minilm").encoded,
             "result": result,
             "data": data,
             "training": TrainingSet.from_records(records),
@@ -180,8 +182,7 @@ def test_sweep_embeds_each_abstract_once(embedding_sweep):
     names = [r.candidate.name for r in result.results]
     assert names[:3] == EMBEDDING_CANDIDATES and names[-1] == "test-ensemble-emb"
     assert "tfidf-word-cnb" in names  # the ensemble's member was added to the sweep
-    embedder = emb.get_embedder("minilm")
-    assert embedder.encoded == result.embedded_texts  # CV and refit read everything from the cache
+    assert embedding_sweep["encoded"] == result.embedded_texts  # CV and refit read everything from the cache
 
 
 @pytest.mark.slow  # the embedding sweep trains
