@@ -81,11 +81,10 @@ class TrackPredictor:
         in any letter case. An unknown name is a :class:`~papertrack.errors.UsageError` listing the known ones."""
         if taxonomy is None:
             return self
-        key = " ".join(str(taxonomy).split()).casefold()
-        for head in self.taxonomies:
-            if key in {head.taxonomy.casefold(), *(s.casefold() for s in head.sources)}:
-                return head
-        raise UnknownTaxonomy(taxonomy, self.known_taxonomies())
+        name = find_taxonomy(taxonomy, {head.taxonomy: head.sources for head in self.taxonomies})
+        if name is None:
+            raise UnknownTaxonomy(taxonomy, self.known_taxonomies())
+        return next(head for head in self.taxonomies if head.taxonomy == name)
 
     def known_taxonomies(self) -> list[str]:
         return [head.taxonomy or "default" for head in self.taxonomies]
@@ -206,6 +205,16 @@ def _top_indices(proba: np.ndarray, k: int) -> np.ndarray:
 
 OUTPUT_COLUMNS = "columns"
 OUTPUT_JSON = "json"
+
+
+def find_taxonomy(asked: object, known: dict[str, Sequence[str]]) -> str | None:
+    """The name of the taxonomy ``asked`` names among ``known`` (name -> its sources' names): its name or one of
+    its sources', any letter case and spacing; None when none."""
+    key = " ".join(str(asked).split()).casefold()
+    for name, sources in known.items():
+        if key in {name.casefold(), *(source.casefold() for source in sources)}:
+            return name
+    return None
 
 
 class UnknownTaxonomy(UsageError):

@@ -110,18 +110,10 @@ class HttpBackend:
         self.n_labels = int(meta["n_labels"])
         self.taxonomy = meta.get("default_taxonomy") or ""
         if taxonomy is not None:
-            from papertrack.models.artifact import UnknownTaxonomy
+            from papertrack.models.artifact import UnknownTaxonomy, find_taxonomy
 
             known = meta.get("taxonomies") or {}
-            key = " ".join(taxonomy.split()).casefold()
-            match = next(
-                (
-                    name
-                    for name, info in known.items()
-                    if key in {name.casefold(), *(s.casefold() for s in info.get("sources", []))}
-                ),
-                None,
-            )
+            match = find_taxonomy(taxonomy, {name: info.get("sources", []) for name, info in known.items()})
             if match is None:
                 raise UnknownTaxonomy(taxonomy, list(known) or ["default"])
             self.taxonomy = match
