@@ -31,7 +31,7 @@ from pathlib import Path
 import yaml
 
 from papertrack.errors import UsageError
-from papertrack.features.labels import format_label, normalise_label
+from papertrack.features.labels import canonical_label, format_label, normalise_label
 
 SHARE_TOLERANCE = 0.01
 SHIPPED_FOLDER = Path(__file__).with_name("crosswalks")  # the crosswalks for the shared data's known changes
@@ -101,7 +101,7 @@ def _canonical(text: object, where: str) -> str:
     if not isinstance(text, str) or not text.strip():
         raise CrosswalkError(f"{where}: a track name must be a non-empty string, got {text!r}")
     try:
-        return format_label(*normalise_label(text, warn=False))
+        return canonical_label(text)
     except ValueError as exc:
         raise CrosswalkError(f"{where}: {text!r}: {exc}") from None
 

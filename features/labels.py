@@ -262,6 +262,11 @@ def is_known_area(area: str) -> bool:
     return area in KNOWN_TAXONOMY
 
 
+def canonical_label(text: str, warn: bool = False) -> str:
+    """``text`` in its canonical spelling ("Area · Subarea"); ``ValueError`` as :func:`normalise_label`."""
+    return format_label(*normalise_label(text, warn=warn))
+
+
 def format_label(area: str, subarea: str | None) -> str:
     """The canonical label text: "Area · Subarea", or "Area" when there is no subarea."""
     return f"{area}{AREA_SEPARATOR}{subarea}" if subarea else area

@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from papertrack.features.labels import format_label, normalise_label
+from papertrack.features.labels import canonical_label, format_label, normalise_label
 from papertrack.models.hierarchy import LabelSpace
 
 CANDIDATE = "tfidf-word-logreg"  # the model of the old taxonomy (models.catalogue)
@@ -70,7 +70,7 @@ SAME, RENAME, MERGE, SPLIT, NO_ANALOG = "same name", "rename", "merge", "split",
 
 def canonical(label: str) -> str:
     """A label in its canonical spelling ("Area · Subarea"), as crosswalk files compare names."""
-    return format_label(*normalise_label(label, warn=False))
+    return canonical_label(label)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from papertrack.errors import UsageError
-from papertrack.features.labels import format_label, normalise_label
+from papertrack.features.labels import canonical_label
 
 DEFAULT_RENAMES: dict[str, str] = {
     "Applications · Genetics, Cell Biology, etc": "Applications · Genetics, Cell Biology, Health, etc",
@@ -19,7 +19,7 @@ DEFAULT_RENAMES: dict[str, str] = {
 
 
 def _canonical(label: str) -> str:
-    return format_label(*normalise_label(label))
+    return canonical_label(label, warn=True)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import numpy as np
 from papertrack.errors import UsageError
 from papertrack.features.crosswalk import Crosswalk, read_crosswalk
 from papertrack.features.ingest import Record
-from papertrack.features.labels import format_label, normalise_label
+from papertrack.features.labels import canonical_label, normalise_label
 from papertrack.training.data import TrainingSet, source_of, year_of
 from papertrack.training.planning import Note
 from papertrack.training.renames import RenameMap
@@ -161,7 +161,7 @@ def _crosswalked_head(
     renames: RenameMap,
     use_title: bool,
 ) -> tuple[Head, list[Note]]:
-    own_labels = [renames_free(r.label) for r in own]
+    own_labels = [canonical_label(r.label or "") for r in own]  # read with a label: never empty
     raw = {r.label for r in older if r.label}
     renamed = set(main.labels) if main is not None else set()
     cw.check_names(raw | renamed)
@@ -206,11 +206,6 @@ def _crosswalked_head(
             )
         )
     return Head(cw.target, data, (cw.target,), cw), notes
-
-
-def renames_free(label: str | None) -> str:
-    assert label is not None
-    return format_label(*normalise_label(label, warn=False))
 
 
 def _taught(pairs: tuple[tuple[str, float], ...]) -> list[str]:

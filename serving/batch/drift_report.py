@@ -119,13 +119,13 @@ def output_drift(
 def given_labels_report(given: Counter[str], known: Sequence[str], taxonomy: str = "") -> dict:
     """How many of the labels the input records carry the model can answer (in ``taxonomy``), and which it
     cannot (largest first): a dump labeled in another taxonomy's names."""
-    from papertrack.features.labels import format_label, normalise_label
+    from papertrack.features.labels import canonical_label
 
     known_set = set(known)
     unknown: Counter[str] = Counter()
     for label, n in given.items():
         try:
-            canonical = format_label(*normalise_label(label, warn=False))
+            canonical = canonical_label(label)
         except ValueError:
             canonical = label
         if canonical not in known_set:
