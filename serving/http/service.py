@@ -47,7 +47,8 @@ from starlette.responses import Response
 from threadpoolctl import threadpool_limits
 
 from papertrack import settings
-from papertrack.errors import NoModelError
+from papertrack.errors import NoModelError, UsageError
+from papertrack.models.request import PredictRequest, TopKError
 from papertrack.serving.http import bento_store, explain_api, page, private_hooks, schemas
 from papertrack.serving.http.drift_api import request_schema as drift_request_schema
 from papertrack.serving.http.error_answers import error_body
@@ -253,15 +254,11 @@ class PaperTrack:
         """(the predictor of the asked taxonomy, the top_k to answer with) checked (models/request.py), or the 400
         to answer. The default top_k (3) is clipped to a taxonomy with fewer labels: a valid small model answers
         with every label instead of failing."""
-        from papertrack.errors import UsageError
-        from papertrack.models.artifact import UnknownTaxonomy
-        from papertrack.models.request import PredictRequest
-
         try:
             asked = None if top_k == schemas.DEFAULT_TOP_K else top_k
             head, k = PredictRequest(abstracts=(), top_k=asked, taxonomy=taxonomy).checked(self.predictor)
         except UsageError as exc:
-            field = "taxonomy" if isinstance(exc, UnknownTaxonomy) else "top_k"
+            field = "top_k" if isinstance(exc, TopKError) else "taxonomy"
             detail = [{"type": "value_error", "loc": [field], "msg": str(exc)}]
             return Response(
                 error_body(f"invalid request: {exc}", detail), status_code=400, media_type="application/json"
