@@ -283,12 +283,17 @@ def render(suggestions: Sequence[Suggestion], kind: str, *, strategy: str, model
 
 
 def check_output(path: Path, inputs: Sequence[Path]) -> None:
-    """UsageError when ``path`` (or its temporary file) is one of ``inputs`` or a folder: writing the picks
-    would replace what they were picked from."""
-    from papertrack.serving.batch.labeler.outputs import same_file
+    """UsageError when ``path`` (or its temporary file) is one of ``inputs``, a folder or a special file (a FIFO,
+    a device): writing the picks would replace it."""
+    from papertrack.serving.batch.labeler.outputs import kind_of, same_file
 
     if path.is_dir():
         raise UsageError(f"-o {path} is a folder; name a file in it, e.g. {path / 'to_label.txt'}")
+    if path.exists() and not path.is_file():
+        raise UsageError(
+            f"-o {path} is {kind_of(path)}, not a regular file: the picks are written to a temporary file renamed "
+            f"to it at the end, which would replace it; name a regular file"
+        )
     for source in inputs:
         for target in (path, _tmp_path(path)):
             if same_file(Path(source), target):

@@ -250,3 +250,15 @@ def test_parse_dump_reading_time_is_bounded(monkeypatch):
     with pytest.raises(page.TooMuchToAnswer) as caught:
         page.answer_dump(b'{"abstract": "graph networks"}\n' * 3, "slow.jsonl")
     assert "reading it takes more than 0 s (stopped at line 1)" in str(caught.value)
+
+
+def test_a_fifo_given_to_suggest_is_refused_not_replaced(tmp_path):
+    from papertrack.errors import UsageError
+    from papertrack.serving.batch.suggest import check_output
+
+    fifo = tmp_path / "picks.txt"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError) as caught:
+        check_output(fifo, [tmp_path / "pool.jsonl"])
+    assert str(caught.value).startswith(f"-o {fifo} is a named pipe (FIFO), not a regular file"), str(caught.value)
+    assert stat.S_ISFIFO(fifo.stat().st_mode)

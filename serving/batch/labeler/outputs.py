@@ -77,13 +77,13 @@ def check_outputs(written: dict[str, tuple[Path, str]], inputs: Sequence[Path]) 
             )
         if target.exists() and not target.is_file():
             raise LabelError(
-                f"{option or 'the ' + what} {target} is {_kind_of(target)}, not a regular file: the rows are written "
+                f"{option or 'the ' + what} {target} is {kind_of(target)}, not a regular file: the rows are written "
                 f"to a temporary file renamed to it at the end, which would replace it; name a regular file"
             )
         _check_folder(target)
 
 
-def _kind_of(path: Path) -> str:
+def kind_of(path: Path) -> str:
     """What a path that exists but is neither a regular file nor a folder is, in words."""
     import stat
 
