@@ -39,7 +39,7 @@ from papertrack.models.ensemble import combine, with_weights
 from papertrack.training.cv import CVResult, cv_result, fold_indices, scored_rows
 from papertrack.training.data import Direction, TrainingSet
 from papertrack.training.ensemble_weights import cross_validate_ensemble, select_weights
-from papertrack.training.fits import Fit, run_fits
+from papertrack.training.fits import Fit, run_fits, run_shared_fits
 from papertrack.training.scoring import evaluate
 
 Split = Sequence[tuple[np.ndarray, np.ndarray]]
@@ -165,25 +165,38 @@ def evaluate_candidates(
     inner = INNER_FOLDS * holdouts
     listener.started(sum(len(split) + holdouts + (inner if c.name in members else 0) for c in singles))
     encode_ms: dict[str, float] = {}
-    results = []
-    for candidate in singles:
-        listener.candidate_started(candidate)
-        results.append(
-            _evaluate_single(
-                candidate,
-                data,
-                split,
-                seed,
-                temporal,
-                directions,
-                candidate.name in members,
+    by_name: dict[str, CandidateResult] = {}
+    for group in _sharing_features(singles, data, seed):
+        planned = {c.name: _SingleFits(data, split, seed, temporal, directions, c.name in members) for c in group}
+        listener.candidate_started(group[0])
+        if len(group) == 1:
+            (candidate,) = group
+            outputs = {
+                candidate.name: run_fits(
+                    lambda c=candidate: c.build(data.space.n_labels, seed),
+                    data.texts,
+                    data.y,
+                    planned[candidate.name].fits,
+                    # embedding candidates stay in this process: its embedder holds the model and the cache
+                    1 if _needs_embeddings(candidate) else n_jobs,
+                    lambda f, c=candidate: listener.fold_done(c),
+                )
+            }
+        else:  # one TF-IDF fit per fold for the group (fits.run_shared_fits)
+            named = {c.name: c for c in group}
+            outputs = run_shared_fits(
+                {c.name: (lambda c=c: c.build(data.space.n_labels, seed)) for c in group},
+                data.texts,
+                data.y,
+                {name: plan.fits for name, plan in planned.items()},
                 n_jobs,
-                lambda _=None, c=candidate: listener.fold_done(c),
-                encode_ms,
+                lambda name, f, named=named: listener.fold_done(named[name]),
             )
-        )
-        listener.candidate_done(results[-1])
-    by_name = {r.candidate.name: r for r in results}
+        for candidate in group:
+            result = planned[candidate.name].result(candidate, outputs[candidate.name], encode_ms)
+            by_name[candidate.name] = result
+            listener.candidate_done(result)
+    results = [by_name[c.name] for c in singles]
     for candidate in ensembles:
         listener.candidate_started(candidate)
         results.append(_evaluate_ensemble(candidate, by_name, data, split, directions, temporal))
@@ -205,46 +218,70 @@ def _encode_cost(backend: str, data: TrainingSet, cache: dict[str, float]) -> fl
     return cache[backend]
 
 
-def _evaluate_single(
-    candidate: Candidate,
-    data: TrainingSet,
-    split: Split,
-    seed: int,
-    temporal: Direction | None,
-    directions: Sequence[Direction],
-    inner: bool,
-    n_jobs: int,
-    done,
-    encode_ms: dict[str, float],
-) -> CandidateResult:
-    """Cross-validation and the holdouts of one single candidate, all its fits in one batch."""
+def _needs_embeddings(candidate: Candidate) -> bool:
     from papertrack.models.embedding_candidates import needs_embeddings
 
-    build = lambda: candidate.build(data.space.n_labels, seed)  # noqa: E731
-    cv_fits = [Fit(("cv", i), train, test) for i, (train, test) in enumerate(split)]
-    groups = {"temporal": [temporal] if temporal is not None else [], "shift": list(directions)}
-    holdout_fits = {group: _holdout_fits(data, ds, seed, inner, group) for group, ds in groups.items()}
-    fits = [*cv_fits, *(f for group_fits, _ in holdout_fits.values() for f in group_fits)]
-    # embedding candidates stay in this process: its embedder holds the model and the cache
-    outputs = run_fits(build, data.texts, data.y, fits, 1 if needs_embeddings(candidate) else n_jobs, lambda f: done())
-    cv = cv_result(cv_fits, outputs, len(data.y), data.space.n_labels)
-    scores = _scored(cv.oof_proba, data, split)
-    metrics = cv_metrics(scores)
-    embedding_ms = sum(_encode_cost(b, data, encode_ms) for b in _backends(candidate, data, seed))
-    metrics.update(
-        cv_fit_seconds=cv.fit_seconds / cv.folds, predict_ms_per_abstract=cv.predict_ms_per_abstract + embedding_ms
-    )
-    metrics.update(insample_metrics(scores))  # nothing is chosen on the out-of-fold rows: the CV figures
-    if embedding_ms:
-        metrics["embedding_ms_per_abstract"] = embedding_ms
-    shift = later = None
-    if temporal is not None:
-        later = _holdout_result(data, groups["temporal"], outputs, "temporal", holdout_fits["temporal"][1])
-        metrics.update(temporal_metrics(later), temporal_fit_seconds=later.fit_seconds)
-    if directions:
-        shift = _holdout_result(data, groups["shift"], outputs, "shift", holdout_fits["shift"][1])
-        metrics.update(shift_metrics(shift), shift_fit_seconds=shift.fit_seconds / len(directions))
-    return CandidateResult(candidate, metrics, cv, shift=shift, y=data.y, temporal=later)
+    return needs_embeddings(candidate)
+
+
+def _sharing_features(singles: Sequence[Candidate], data: TrainingSet, seed: int) -> list[list[Candidate]]:
+    """The single candidates in groups fitted together: TF-IDF models with identical feature steps share one
+    group (in order of their first member); every other candidate is a group of its own."""
+    from papertrack.models.ensemble import feature_signature
+    from papertrack.models.estimators import TextClassifier
+
+    groups: dict[str, list[Candidate]] = {}
+    for i, candidate in enumerate(singles):
+        key = f"own-{i}"
+        if not _needs_embeddings(candidate):
+            model = candidate.build(data.space.n_labels, seed)
+            if type(model) is TextClassifier:
+                key = feature_signature(model.features)
+        groups.setdefault(key, []).append(candidate)
+    return list(groups.values())
+
+
+class _SingleFits:
+    """The fits of one single candidate (its cross-validation folds and holdouts, and with ``inner`` the inner
+    folds of each holdout's training side) and its result from their outputs."""
+
+    def __init__(
+        self,
+        data: TrainingSet,
+        split: Split,
+        seed: int,
+        temporal: Direction | None,
+        directions: Sequence[Direction],
+        inner: bool,
+    ):
+        self.data, self.split = data, split
+        self.cv_fits = [Fit(("cv", i), train, test) for i, (train, test) in enumerate(split)]
+        self.groups = {"temporal": [temporal] if temporal is not None else [], "shift": list(directions)}
+        self.holdout_fits = {group: _holdout_fits(data, ds, seed, inner, group) for group, ds in self.groups.items()}
+        self.fits = [*self.cv_fits, *(f for group_fits, _ in self.holdout_fits.values() for f in group_fits)]
+        self.seed = seed
+
+    def result(self, candidate: Candidate, outputs: dict, encode_ms: dict[str, float]) -> CandidateResult:
+        data, split = self.data, self.split
+        cv = cv_result(self.cv_fits, outputs, len(data.y), data.space.n_labels)
+        scores = _scored(cv.oof_proba, data, split)
+        metrics = cv_metrics(scores)
+        embedding_ms = sum(_encode_cost(b, data, encode_ms) for b in _backends(candidate, data, self.seed))
+        metrics.update(
+            cv_fit_seconds=cv.fit_seconds / cv.folds, predict_ms_per_abstract=cv.predict_ms_per_abstract + embedding_ms
+        )
+        metrics.update(insample_metrics(scores))  # nothing is chosen on the out-of-fold rows: the CV figures
+        if embedding_ms:
+            metrics["embedding_ms_per_abstract"] = embedding_ms
+        shift = later = None
+        temporal, directions = self.groups["temporal"], self.groups["shift"]
+        if temporal:
+            later = _holdout_result(data, temporal, outputs, "temporal", self.holdout_fits["temporal"][1])
+            metrics.update(temporal_metrics(later), temporal_fit_seconds=later.fit_seconds)
+        if directions:
+            shift = _holdout_result(data, directions, outputs, "shift", self.holdout_fits["shift"][1])
+            metrics.update(shift_metrics(shift), shift_fit_seconds=shift.fit_seconds / len(directions))
+        return CandidateResult(candidate, metrics, cv, shift=shift, y=data.y, temporal=later)
 
 
 def _holdout_fits(

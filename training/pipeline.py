@@ -362,14 +362,14 @@ def refit(
     seed: int,
     use_title: bool,
     heads: Sequence[taxonomies.Head] = (),
+    n_jobs: int = 1,
 ) -> Refit:
     """The winner fitted on all data, as the prediction artifact: the model card, the confidence calibration
     (on the held-out rows the winner was chosen on), the neighbour index and the drift profile — for the default
     taxonomy (``data``) and, with ``heads`` (the other taxonomies), one predictor per taxonomy inside it, each
-    fitted on its own training set and calibrated on its own temporal holdout (the winner's result there)."""
-    main = _refit_one(winner, data, seed, use_title)
-    main.predictor.taxonomy = data.taxonomy
-    main.predictor.sources = tuple(dict.fromkeys(data.sources.tolist())) if data.taxonomy else ()
+    fitted on its own training set and calibrated on its own temporal holdout (the winner's result there). The
+    taxonomies are fitted ``n_jobs`` at a time (worker processes, as the sweep's fits)."""
+    jobs = [(winner, data, seed, use_title, None, None)]
     for head in heads:
         result = winner.heads[head.name]
         result.run_id = winner.run_id
@@ -377,7 +377,17 @@ def refit(
         # side, like the refit model (its temporal holdout, trained on older names only, is far less sure)
         native = head.data.native_rows
         known = (result.cv.oof_proba[native], head.data.y[native], "new-names-known")
-        other = _refit_one(result, head.data, seed, use_title, known, native)
+        jobs.append((result, head.data, seed, use_title, known, native))
+    if n_jobs > 1 and len(jobs) > 1:
+        from joblib import Parallel, delayed
+
+        done = Parallel(n_jobs=min(n_jobs, len(jobs)))(delayed(_refit_one)(*job) for job in jobs)
+    else:
+        done = [_refit_one(*job) for job in jobs]
+    main = done[0]
+    main.predictor.taxonomy = data.taxonomy
+    main.predictor.sources = tuple(dict.fromkeys(data.sources.tolist())) if data.taxonomy else ()
+    for head, other in zip(heads, done[1:]):
         other.predictor.taxonomy, other.predictor.sources = head.name, head.sources
         main.predictor.heads[head.name] = other.predictor
         main.heads[head.name] = other

@@ -127,7 +127,9 @@ def run_sweep(config: SweepConfig, console: Console | None = None) -> SweepResul
         logger.choice(result)
         report.choice(result, len(records))
         refit_started = time.perf_counter()
-        refit = pipeline.refit(result.winner, data, config.seed, config.use_title, prepared.heads.heads[1:])
+        refit = pipeline.refit(
+            result.winner, data, config.seed, config.use_title, prepared.heads.heads[1:], config.n_jobs
+        )
         for name, one in [(data.taxonomy, refit), *refit.heads.items()]:
             message, warning = artifact_extras.describe(one.confidence, one.held_out[2])
             report.calibration((f"{name}: " if refit.heads else "") + message, warning)

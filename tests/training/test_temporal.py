@@ -87,10 +87,11 @@ def test_temporal_holdout_never_lets_a_latest_year_text_into_a_fitted_step():
     FITTED.clear()
     results = evaluate_candidates([*singles, ensemble], data, split, 0, directions=directions, temporal=temporal)
     # per single: 3 CV folds; temporal: 1 fit + 3 inner folds of its training side; shift: 2 x (1 + 3)
+    # (the two singles' feature steps are identical: fitted once per fit, shared — training.fits.run_shared_fits)
     per_single = 3 + (1 + 3) + 2 * (1 + 3)
-    assert len(FITTED) == 2 * per_single
-    holdout_fits = [texts for i, texts in enumerate(FITTED) if i % per_single >= 3]  # everything but CV
-    assert len(holdout_fits) == 2 * 12
+    assert len(FITTED) == per_single
+    holdout_fits = FITTED[3:]  # everything but CV
+    assert len(holdout_fits) == 12
     for texts in holdout_fits:
         assert not set(texts) & latest, "a latest-year text reached a fitted step of a holdout"
     ens = results[-1]

@@ -1,0 +1,66 @@
+"""Candidates with identical TF-IDF steps are fitted together (one TF-IDF fit per fold): the same held-out
+probabilities as fitting each alone, and the sweep groups exactly the candidates whose feature steps match."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from papertrack.models.catalogue import CANDIDATES
+from papertrack.models.hierarchy import LabelSpace
+from papertrack.training.cv import fold_indices
+from papertrack.training.evaluation import _sharing_features
+from papertrack.training.fits import Fit, run_fits, run_shared_fits
+from tests.synthetic_corpus import corpus
+
+SHARING = ["tfidf-word-logreg", "tfidf-word-svm", "tfidf-word-cnb"]
+
+
+def _data():
+    texts, labels = corpus(per_label=12, seed=3)
+    space = LabelSpace.from_labels(labels)
+    return texts, space, space.encode(labels)
+
+
+def test_shared_fits_give_each_candidate_its_own_probabilities():
+    texts, space, y = _data()
+    folds = fold_indices(y, space, 3, seed=0)
+    fits = [Fit(("cv", i), train, test) for i, (train, test) in enumerate(folds)]
+    builds = {name: (lambda name=name: CANDIDATES[name].build(space.n_labels, 0)) for name in SHARING}
+    heard: list[tuple[str, object]] = []
+    # the CNB skips the last fold: a candidate's own fit list is respected
+    shared = run_shared_fits(
+        builds,
+        texts,
+        y,
+        {**{n: fits for n in SHARING[:2]}, SHARING[2]: fits[:2]},
+        on_done=lambda n, f: heard.append((n, f.key)),
+    )
+    assert sorted(heard) == sorted(
+        [(n, f.key) for n in SHARING[:2] for f in fits] + [(SHARING[2], f.key) for f in fits[:2]]
+    )
+    assert set(shared[SHARING[2]]) == {("cv", 0), ("cv", 1)}
+    for name in SHARING:
+        alone = run_fits(builds[name], texts, y, fits)
+        for key, output in shared[name].items():
+            np.testing.assert_allclose(output.proba, alone[key].proba, rtol=1e-9, atol=1e-12)
+            assert output.proba.shape == (len(fits[key[1]].test), space.n_labels)
+            assert output.fit_seconds > 0
+    # the models differ: sharing the features did not share the classifier
+    assert not np.allclose(shared[SHARING[0]][("cv", 0)].proba, shared[SHARING[2]][("cv", 0)].proba)
+
+
+def test_only_identical_feature_steps_are_grouped():
+    texts, space, y = _data()
+
+    class Data:  # what _sharing_features reads
+        pass
+
+    data = Data()
+    data.space = space  # type: ignore[attr-defined]
+    names = ["tfidf-word-logreg", "tfidf-word12-cnb", "tfidf-word-svm", "majority-baseline", "tfidf-word-cnb"]
+    groups = _sharing_features([CANDIDATES[n] for n in names], data, 0)  # type: ignore[arg-type]
+    assert [[c.name for c in g] for g in groups] == [
+        ["tfidf-word-logreg", "tfidf-word-svm", "tfidf-word-cnb"],
+        ["tfidf-word12-cnb"],
+        ["majority-baseline"],
+    ]
