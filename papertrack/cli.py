@@ -55,6 +55,8 @@ NOISY_MESSAGES = (
     "Hint: Inferred schema contains integer column",  # MLflow: an input example's int columns (ours have none)
     "The specified dataset source can be interpreted in multiple ways",
     "Operation with range is deprecated",
+    # joblib/loky: a sweep worker whose memory grew (its leak check) is replaced after its task; no job is lost
+    "A worker stopped while some jobs were given to the executor",
 )
 
 

@@ -32,7 +32,8 @@ class NoProfile(PapertrackError):
 
 
 def request_schema():
-    """Body of ``POST /drift``: ``{"papers": [{"abstract": ..., "title": ...}, ...]}`` (as /predict_batch)."""
+    """Body of ``POST /drift``: ``{"papers": [{"abstract": ..., "title": ...}, ...], "taxonomy": ...}`` (as
+    /predict_batch: the report is against the asked taxonomy's training profile)."""
     from typing import Annotated
 
     from pydantic import BaseModel, ConfigDict, Field
@@ -43,5 +44,6 @@ def request_schema():
             list[schemas.Paper],
             Field(min_length=1, max_length=schemas.MAX_BATCH, description=f"1 to {schemas.MAX_BATCH:,} papers."),
         ]
+        taxonomy: schemas.Taxonomy = None
 
     return DriftRequest

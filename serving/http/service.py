@@ -280,15 +280,20 @@ class PaperTrack:
         return _json({"results": results, "model": self._model_json})
 
     @bentoml.api(route="/drift", input_spec=drift_request_schema())
-    def drift(self, papers: list[schemas.Paper]):
-        """How this batch differs from the training data: the drift report of `papertrack label`, as JSON."""
+    def drift(self, papers: list[schemas.Paper], taxonomy: str | None = None):
+        """How this batch differs from the training data: the drift report of `papertrack label`, as JSON — against
+        the asked taxonomy's training papers (default: the model's default taxonomy)."""
         from papertrack.serving.http.drift_api import NoProfile, batch_report
 
+        checked = self._head(taxonomy, schemas.DEFAULT_TOP_K)
+        if isinstance(checked, Response):
+            return checked
+        head, _ = checked
         try:
-            report = batch_report(self.predictor, [p.abstract for p in papers], [p.title for p in papers])
+            report = batch_report(head, [p.abstract for p in papers], [p.title for p in papers])
         except NoProfile as exc:
             return Response(error_body(str(exc)), status_code=409, media_type="application/json")
-        return _json({**report, "model": self._model_json})
+        return _json({**report, "taxonomy": head.taxonomy or None, "model": self._model_json})
 
     @bentoml.api(route="/explain", input_spec=explain_api.ExplainRequest, output_spec=explain_api.ExplainResponse)
     async def explain(

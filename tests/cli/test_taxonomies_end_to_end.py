@@ -149,3 +149,12 @@ def test_the_service_answers_in_the_asked_taxonomy(store):
         assert bad.status_code == 400
         assert "this model answers in: ICLR 2025, ICML 2025" in bad.json()["error"]
         assert bad.json()["detail"][0]["loc"] == ["taxonomy"]
+        # /drift: against the asked taxonomy's training papers (its own label distribution, its own names)
+        papers = {"papers": [{"abstract": abstract}, {"abstract": "Position: benchmarks should report variance."}]}
+        default = httpx.post(f"{url}/drift", json=papers).json()
+        icml = httpx.post(f"{url}/drift", json={**papers, "taxonomy": "ICML 2025"}).json()
+        assert default["taxonomy"] == "ICLR 2025" and icml["taxonomy"] == "ICML 2025"
+        assert default["records"] == icml["records"] == 2
+        assert default["holdout"]["records"] != icml["holdout"]["records"]  # each taxonomy's own profile
+        assert default["label_js"] != icml["label_js"]
+        assert httpx.post(f"{url}/drift", json={**papers, "taxonomy": "NeurIPS 2030"}).status_code == 400
