@@ -121,8 +121,26 @@ def _scores(model, X) -> np.ndarray:
     return model.predict_log_proba(X)
 
 
+TEMPERATURES = np.geomspace(0.001, 100.0, 101)  # the temperatures a TemperatureScaled model can choose from
+
+
 def _fit_temperature(scores: np.ndarray, target: np.ndarray) -> float:
-    grid = np.geomspace(0.001, 100.0, 101)
+    """The temperature of :data:`TEMPERATURES` with the lowest log-loss. The log-loss of ``softmax(scores * b)``
+    is convex in ``b = 1 / t`` (a log-sum-exp of linear functions), so along the grid it falls then rises: a
+    binary search on its slope finds the grid's minimum with ~14 evaluations instead of 101."""
     rows = np.arange(len(target))
-    losses = [-np.log(softmax(scores / t, axis=1)[rows, target] + 1e-12).mean() for t in grid]
-    return float(grid[int(np.argmin(losses))])
+    losses: dict[int, float] = {}
+
+    def loss(i: int) -> float:
+        if i not in losses:
+            losses[i] = float(-np.log(softmax(scores / TEMPERATURES[i], axis=1)[rows, target] + 1e-12).mean())
+        return losses[i]
+
+    lo, hi = 0, len(TEMPERATURES) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if loss(mid) <= loss(mid + 1):
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(TEMPERATURES[lo])
