@@ -135,3 +135,10 @@ def test_fitted_weights_are_column_major_so_predict_reads_them_in_place():
         )
     scaled = TextClassifier(TfidfVectorizer(), TemperatureScaled(ComplementNB()), 2).fit(texts, y)
     assert scaled.classifier_.estimator_.feature_log_prob_.flags["F_CONTIGUOUS"]
+    # naive Bayes' training counts (half its size, read only by partial_fit) are not kept; the answers above are
+    # the plain model's
+    nb = TextClassifier(TfidfVectorizer(), ComplementNB(alpha=0.3), 3).fit(texts, y)
+    assert not hasattr(nb.classifier_, "feature_count_") and not hasattr(
+        scaled.classifier_.estimator_, "feature_count_"
+    )
+    assert hasattr(ComplementNB().fit(TfidfVectorizer().fit_transform(texts), y), "feature_count_")
