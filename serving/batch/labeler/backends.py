@@ -49,10 +49,11 @@ class LocalBackend:
 
     forkable = True  # a forked worker can label with it (the HTTP backend's client and threads cannot)
 
-    def __init__(self, model_uri: str, taxonomy: str | None = None):
+    def __init__(self, model_uri: str, store, taxonomy: str | None = None):
+        """The model behind ``model_uri`` in ``store`` (a :class:`papertrack.store.Store`)."""
         from papertrack.serving.model_loader import load_model
 
-        loaded = load_model(model_uri, error=ModelMissing).predictor
+        loaded = load_model(model_uri, store, error=ModelMissing).predictor
         self.predictor = loaded.head(taxonomy)  # UnknownTaxonomy (a UsageError) lists the known ones
         self.taxonomy = self.predictor.taxonomy
         self.labels = frozenset(self.predictor.space.labels)
