@@ -237,7 +237,7 @@ class FakeBackend:
     identity = {"run_id": "fake"}
     description = "fake model"
 
-    def __init__(self, model_uri: str = "", taxonomy: str | None = None):
+    def __init__(self, model_uri: str = "", taxonomy: str | None = None, store=None):
         pass
 
     def label(self, records, k):

@@ -96,8 +96,9 @@ def run_sweep(config: SweepConfig, store: Store | Callable[[], Store], console: 
     data = prepared.data
     holdouts = plan_holdouts(data, config.folds, config.shift_holdout)
     report.notes(holdouts.notes)
-    logger = SweepLogger(store if isinstance(store, Store) else store(), config, prepared, plan, holdouts)
-    uri, experiment = store.tracking_uri, logger.experiment
+    opened = store if isinstance(store, Store) else store()
+    logger = SweepLogger(opened, config, prepared, plan, holdouts)
+    uri, experiment = opened.tracking_uri, logger.experiment
     report.store(uri, experiment.name)
     with logger:
         baseline = pipeline.majority_baseline(data, holdouts.directions, holdouts.temporal)

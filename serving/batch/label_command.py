@@ -141,7 +141,7 @@ def label(
                 dumps,
                 output,
                 model,
-                _store(),
+                _store,
                 top_k=top_k or 3,
                 taxonomy=taxonomy,
                 fmt=fmt,
@@ -203,7 +203,7 @@ def _run_labeler(dumps, output, model, url, *, top_k, taxonomy, fmt, errors, res
     from papertrack.serving.batch.labeler.label_errors import WorkerDied
     from papertrack.serving.batch.labeler.run import default_workers
 
-    backend = HttpBackend(url, taxonomy=taxonomy) if url else LocalBackend(model, _store(), taxonomy)
+    backend = HttpBackend(url, taxonomy=taxonomy) if url else LocalBackend(model, taxonomy, store=_store)
     status(f"Labeling with {backend.description}")
     if top_k is None:
         top_k = resolve_top_k(None, backend.n_labels)

@@ -158,9 +158,11 @@ def label(tmp_path: Path, *args: str):
 
 
 def test_a_good_registered_model_loads_and_labels(registered, tmp_path):
+    from papertrack import store
     from papertrack.models.artifact import load_predictor
 
-    loaded, _ = load_predictor("models:/papertrack@champion")
+    with store.using(registered["store"]):
+        loaded, _ = load_predictor("models:/papertrack@champion")
     assert loaded.predict([ABSTRACT])[0]["tracks"][0]["label"] == "Deep Learning · Attention Mechanisms"
     result = label(tmp_path)
     assert result.exit_code == 0, result.output

@@ -55,6 +55,7 @@ from papertrack.serving.batch.labeler.spark.arrow_rows import (
 from papertrack.serving.batch.labeler.spark.inputs import ITEM_SCHEMA, input_format, parse_function, read_inputs
 from papertrack.serving.batch.labeler.spark.session import SparkJobError, SparkOptions, spark_session
 from papertrack.serving.model_loader import load_model
+from papertrack.store import Store
 
 SUCCESS = "_SUCCESS"
 SUMMARY = "summary.json"
@@ -80,7 +81,7 @@ def label_with_spark(
     inputs: Sequence[Path],
     output: Path,
     model_uri: str,
-    store,
+    store: Store | Callable[[], Store],
     *,
     top_k: int = 3,
     taxonomy: str | None = None,
@@ -89,13 +90,15 @@ def label_with_spark(
     notice: Callable[[str], None] = lambda message: None,
 ) -> SparkLabelResult:
     """Label every record of ``inputs`` into the folder ``output`` on Spark (see the module doc), with the model
-    ``model_uri`` of ``store`` (a :class:`papertrack.store.Store`; its environment is given to the JVM it starts)."""
+    ``model_uri`` of ``store`` (a :class:`papertrack.store.Store`, or the function that opens it, called once the
+    inputs are checked; its environment is given to the JVM the job starts)."""
     started = time.perf_counter()
     inputs = [Path(p) for p in inputs]
     if not inputs:
         raise LabelError("no input file")
     kind = output_kind(output)
     formats = [input_format(p, fmt) for p in inputs]  # IngestError up front: missing/unreadable/empty/corrupt
+    store = store if isinstance(store, Store) else store()
     staging = partial_path(output)
     with (
         tempfile.TemporaryDirectory(prefix="papertrack-spark-model-") as model_dir,
@@ -166,7 +169,7 @@ def _timed(function, *args):
     return function(*args), round(time.perf_counter() - started, 3)
 
 
-def _download_model(model_uri: str, store, target: Path, taxonomy: str | None = None) -> dict:
+def _download_model(model_uri: str, store: Store, target: Path, taxonomy: str | None = None) -> dict:
     """Download the pyfunc once (the alias is resolved once) and read what the driver needs from it (in the asked
     taxonomy: an unknown one is a UsageError listing the known ones)."""
     loaded = load_model(model_uri, store, error=ModelMissing, download_to=target)
