@@ -41,7 +41,8 @@ def load(model_uri: str | None = None, store: Store | None = None) -> Predictor:
     ``models:/papertrack@champion``), from ``store`` (a :class:`papertrack.store.Store`; default papertrack's store,
     decided from the environment now, see :func:`papertrack.store.open`). Two stores can be used side by side::
 
-        a = papertrack.load(store=papertrack.store.open(create=False, current=settings_a))
+        a = papertrack.load(store=papertrack.store.open(create=False, home="~/project-a/.papertrack"))
+        b = papertrack.load(store=papertrack.store.open(create=False, home="~/project-b/.papertrack"))
 
     Raises :class:`~papertrack.errors.NoModelError` saying what to do when there is none."""
     from papertrack import store as stores

@@ -251,8 +251,8 @@ def open(  # noqa: A001 - store.open()
             check_tracking_server(uri)
         if not create:
             return store
-        client = store.client()
         with _creating(database):
+            client = store.client()  # MLflow's client opens the store at once: a new sqlite one is created here
             if client.get_experiment_by_name(settings.EXPERIMENT_NAME) is None:
                 if store.artifact_location is not None:
                     (store.home / "artifacts").mkdir(parents=True, exist_ok=True)
