@@ -118,8 +118,8 @@ def cmd_predict(args) -> None:
     from papertrack import store as mlstore
     from papertrack.models.artifact import load_predictor
 
-    mlstore.configure()
-    predictor, _ = load_predictor(args.model_uri)
+    with mlstore.using(mlstore.open()):
+        predictor, _ = load_predictor(args.model_uri)
     card = predictor.card
     print(f"# predict cost — {machine()}")
     print(f"model {args.model_uri}: candidate {card.candidate} (family {card.family})")

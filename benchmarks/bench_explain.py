@@ -31,8 +31,8 @@ def in_process(texts: list[str], top_k: int) -> dict:
     from papertrack.models.artifact import load_predictor
     from papertrack.models.explain import explain, explainer_for
 
-    store.configure()
-    predictor, _ = load_predictor("models:/papertrack@champion")
+    with store.using(store.open()):
+        predictor, _ = load_predictor("models:/papertrack@champion")
     explain(predictor, texts[0], top_k=top_k)  # builds the explainer
     times = []
     for text in texts:

@@ -117,8 +117,8 @@ def raw_predict(dumps: list[Path], model_uri: str, chunk: int) -> dict:
     from papertrack.features.ingest import Record, iter_records
     from papertrack.models.artifact import load_predictor
 
-    mlstore.configure()
-    predictor, pyfunc = load_predictor(model_uri)
+    with mlstore.using(mlstore.open()):
+        predictor, pyfunc = load_predictor(model_uri)
     records = [r for path in dumps for r in iter_records(path) if isinstance(r, Record)]
     abstracts = [r.abstract for r in records]
     titles = [r.title for r in records]

@@ -182,9 +182,11 @@ def main() -> None:
     if not args.read_only:
         for seed in args.seeds:
             seconds[seed] = train(seed, log_dir, args.train_args)
-    uri = store.configure()
-    experiment = mlflow.get_experiment_by_name(settings.EXPERIMENT_NAME)
-    per_seed = [read_seed(experiment.experiment_id, seed) for seed in args.seeds]
+    opened = store.open()
+    uri = opened.tracking_uri
+    experiment = opened.experiment()
+    with store.using(opened):  # mlflow.search_runs reads MLflow's process-wide store
+        per_seed = [read_seed(experiment.experiment_id, seed) for seed in args.seeds]
     for s in per_seed:
         s["train_seconds"] = seconds.get(s["seed"])
     print(

@@ -95,10 +95,10 @@ TRACER = Tracer()
 def predict_files() -> list[str]:
     from starlette.testclient import TestClient
 
-    from papertrack import settings
+    from papertrack import settings, store
     from papertrack.serving.http import bento_store
 
-    model = bento_store.import_champion()
+    model = bento_store.import_champion(store.open(create=False))
     os.environ[settings.BENTO_MODEL_ENV] = str(model.tag)
     from papertrack.serving.http.service import PaperTrack
 

@@ -36,15 +36,15 @@ def main() -> None:
     parser.add_argument("--height", type=int, default=480)
     args = parser.parse_args()
 
-    import mlflow
     from playwright.sync_api import sync_playwright
 
-    from papertrack import settings, store
+    from papertrack import store
     from papertrack.training.report import runs_view_url
     from papertrack.training.sweep_logging import RUNS_VIEW_KEY, SHARED_VIEW_TAG
 
-    uri = store.configure()
-    experiment = mlflow.get_experiment_by_name(settings.EXPERIMENT_NAME)
+    opened = store.open()
+    uri = opened.tracking_uri
+    experiment = opened.experiment()
     if SHARED_VIEW_TAG + RUNS_VIEW_KEY not in experiment.tags:
         raise SystemExit("the store has no runs view: run papertrack train with this version first")
     view = json.loads(experiment.tags[SHARED_VIEW_TAG + RUNS_VIEW_KEY])

@@ -1,14 +1,16 @@
 """The candidate catalogue: every family of the sweep, listed here and nowhere else.
 
 ``CANDIDATES`` is built once, explicitly, from the TF-IDF candidates (and the majority baseline), the
-sentence-embedding candidates and the ensembles over them — no module registers itself on import.
-:func:`register` adds a candidate afterwards (tests, experiments); :func:`ensemble_candidate`
-declares an ensemble over catalogue members by name.
+sentence-embedding candidates and the ensembles over them — no module registers itself on import — and is read-only.
+More candidates (tests, experiments) are passed explicitly where they are used: :func:`known` (the catalogue and
+them, a fresh mapping), ``select(names, extra)``, ``SweepConfig(extra_candidates=...)``; :func:`ensemble_candidate`
+declares an ensemble over known members by name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 from papertrack.errors import UsageError
 from papertrack.models.candidates import Candidate, majority_candidate, tfidf_candidates
@@ -26,33 +28,39 @@ def _catalogue() -> dict[str, Candidate]:
     return by_name
 
 
-CANDIDATES: dict[str, Candidate] = _catalogue()
+CANDIDATES: Mapping[str, Candidate] = MappingProxyType(_catalogue())
 
 
-def register(candidate: Candidate) -> Candidate:
-    """Add a candidate to the catalogue (its name must be new)."""
-    if candidate.name in CANDIDATES:
-        raise UsageError(f"candidate {candidate.name!r} is registered twice")
-    CANDIDATES[candidate.name] = candidate
-    return candidate
+def known(extra: Sequence[Candidate] = ()) -> Mapping[str, Candidate]:
+    """The catalogue and ``extra`` candidates (their names must be new), read-only; a new mapping each time."""
+    by_name = dict(CANDIDATES)
+    for candidate in extra:
+        if candidate.name in by_name:
+            raise UsageError(f"candidate {candidate.name!r} is registered twice")
+        by_name[candidate.name] = candidate
+    return MappingProxyType(by_name)
 
 
-def ensemble_candidate(name: str, members: Sequence[str], **options) -> Candidate:
-    """An ensemble of catalogue candidates named ``members`` (options: see :func:`ensemble_of`)."""
-    missing = [m for m in members if m not in CANDIDATES]
+def ensemble_candidate(name: str, members: Sequence[str], extra: Sequence[Candidate] = (), **options) -> Candidate:
+    """An ensemble of the candidates named ``members``, from the catalogue and ``extra`` (options: see
+    :func:`ensemble_of`)."""
+    candidates = known(extra)
+    missing = [m for m in members if m not in candidates]
     if missing:
         raise UsageError(f"ensemble {name!r}: member(s) {', '.join(missing)} are not registered candidates")
-    return ensemble_of(name, [CANDIDATES[m] for m in members], **options)
+    return ensemble_of(name, [candidates[m] for m in members], **options)
 
 
 def default_sweep() -> list[Candidate]:
     return [c for c in CANDIDATES.values() if c.default]
 
 
-def select(names: list[str] | None) -> list[Candidate]:
+def select(names: list[str] | None, extra: Sequence[Candidate] = ()) -> list[Candidate]:
+    """The candidates named ``names`` (from the catalogue and ``extra``), else the default sweep."""
     if not names:
         return default_sweep()
-    unknown = [n for n in names if n not in CANDIDATES]
+    candidates = known(extra)
+    unknown = [n for n in names if n not in candidates]
     if unknown:
-        raise UsageError(f"unknown candidate(s) {', '.join(unknown)}; known: {', '.join(CANDIDATES)}")
-    return [CANDIDATES[n] for n in names]
+        raise UsageError(f"unknown candidate(s) {', '.join(unknown)}; known: {', '.join(candidates)}")
+    return [candidates[n] for n in names]

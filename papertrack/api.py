@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from papertrack.models.artifact import TrackPredictor
+    from papertrack.store import Store
 
 DEFAULT_MODEL = f"models:/{settings.MODEL_NAME}@{settings.CHAMPION}"
 # predict_frame's columns: each starts with "pred_", so the answer joins onto a frame of papers without a clash (a
@@ -35,23 +36,31 @@ FRAME_COLUMNS = tuple(
 )
 
 
-def load(model_uri: str | None = None) -> Predictor:
+def load(model_uri: str | None = None, store: Store | None = None) -> Predictor:
     """The model at ``model_uri`` (an MLflow model URI; default the registered champion,
-    ``models:/papertrack@champion``), from papertrack's store. Raises
-    :class:`~papertrack.errors.NoModelError` saying what to do when there is none."""
+    ``models:/papertrack@champion``), from ``store`` (a :class:`papertrack.store.Store`; default papertrack's store,
+    decided from the environment now, see :func:`papertrack.store.open`). Two stores can be used side by side::
+
+        a = papertrack.load(store=papertrack.store.open(create=False, home="~/project-a/.papertrack"))
+        b = papertrack.load(store=papertrack.store.open(create=False, home="~/project-b/.papertrack"))
+
+    Raises :class:`~papertrack.errors.NoModelError` saying what to do when there is none."""
+    from papertrack import store as stores
     from papertrack.model_lookup import API_ARGUMENT
     from papertrack.serving.model_loader import load_model
 
     uri = model_uri or DEFAULT_MODEL
-    return Predictor(load_model(uri, option=API_ARGUMENT).predictor, uri)
+    opened = store if store is not None else stores.open(create=False)
+    return Predictor(load_model(uri, opened, option=API_ARGUMENT).predictor, uri, opened)
 
 
 class Predictor:
     """A loaded papertrack model. ``texts`` may be one abstract (a str) or several (any sequence of str)."""
 
-    def __init__(self, predictor: TrackPredictor, model_uri: str):
+    def __init__(self, predictor: TrackPredictor, model_uri: str, store: Store | None = None):
         self.predictor = predictor
         self.model_uri = model_uri
+        self.store = store  # where it was loaded from
 
     def __repr__(self) -> str:
         return f"<papertrack.Predictor {self.model_uri} ({self.predictor.card.short()})>"

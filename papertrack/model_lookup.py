@@ -21,6 +21,7 @@ from typing import Any
 
 from papertrack import settings
 from papertrack.errors import NoModelError
+from papertrack.store import Store
 
 TRAIN_HINT = "Run `papertrack train` to train and register a champion"
 # how each caller names the reference in the fix ("e.g. --model champion")
@@ -76,11 +77,9 @@ def parse(reference: str) -> Target:
     return Target(reference, text)
 
 
-def registered_models() -> list[Registered]:
-    """Every registered model of the configured store, with its aliases and versions."""
-    from papertrack.store import client
-
-    c = client()
+def registered_models(store: Store) -> list[Registered]:
+    """Every registered model of ``store``, with its aliases and versions."""
+    c = store.client()
     found = []
     for model in c.search_registered_models():
         versions = sorted(int(v.version) for v in c.search_model_versions(f"name='{model.name}'"))
@@ -88,13 +87,13 @@ def registered_models() -> list[Registered]:
     return sorted(found, key=lambda m: m.name)
 
 
-def resolve(reference: str, option: str = MODEL_OPTION) -> Target:
-    """The target of ``reference`` in the configured store, checked: NoModelError (the one message) when it
+def resolve(store: Store, reference: str, option: str = MODEL_OPTION) -> Target:
+    """The target of ``reference`` in ``store``, checked: NoModelError (the one message) when it
     names a registered model, alias or version that does not exist. Other URIs are left to MLflow."""
     target = parse(reference)
     if target.name is None:
         return target
-    models = {m.name: m for m in registered_models()}
+    models = {m.name: m for m in registered_models(store)}
     model = models.get(target.name)
     if model is None:
         close = difflib.get_close_matches(target.name, list(models), n=1)
@@ -108,26 +107,21 @@ def resolve(reference: str, option: str = MODEL_OPTION) -> Target:
         problem = f"model {target.name!r} has no version {target.version}"
     else:
         return target
-    raise NoModelError(missing(target, problem, option, list(models.values())))
+    raise NoModelError(missing(store, target, problem, option, list(models.values())))
 
 
-def registered_version(alias: str, name: str = settings.MODEL_NAME, option: str = ALIAS_OPTION) -> Any:
-    """The ModelVersion behind ``name@alias`` in papertrack's store (never created); NoModelError with the one
-    message when there is none."""
-    from papertrack import store
-
-    store.configure(create=False)
-    target = resolve(f"models:/{name}@{alias}", option)
+def registered_version(store: Store, alias: str, name: str = settings.MODEL_NAME, option: str = ALIAS_OPTION) -> Any:
+    """The ModelVersion behind ``name@alias`` in ``store``; NoModelError with the one message when there is
+    none."""
+    target = resolve(store, f"models:/{name}@{alias}", option)
     return store.client().get_model_version_by_alias(name, target.alias)
 
 
-def missing(target: Target, problem: str, option: str, models: list[Registered] | None = None) -> str:
+def missing(store: Store, target: Target, problem: str, option: str, models: list[Registered] | None = None) -> str:
     """The one message: what was asked, where, what is wrong, what the store has, and the fix."""
-    from papertrack import store
-
     if models is None:
         try:
-            models = registered_models()
+            models = registered_models(store)
         except Exception:  # the store itself fails: the problem already says what went wrong
             models = []
     asked = target.uri if target.uri == target.asked.strip() else f"{target.asked.strip()} ({target.uri})"

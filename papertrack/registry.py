@@ -1,28 +1,19 @@
-"""The model registry (read by serving, written by training) and its promotion gate.
-
-A new winner becomes ``champion`` only when it beats the current champion's primary metric
-measured on the same data digest: label top-3 on the temporal holdout (``temporal_label_top3``: trained
-on the earlier years, tested on the latest; macro-F1 on it breaking ties); with one year, on the shift
-holdout (``shift_label_top3``, leave one source out); with one source, the cross-validated label top-3
-(``cv_label_top3``).
-Otherwise it is registered as ``challenger`` and the reason is given. When the
-data digest differs from the champion's, the new winner is promoted and the change of data is
-recorded on the new version. Training passes its cost rule as a ``challenge`` that decides first when
-one of the two costs much more than the other (``papertrack.training.promotion``).
+"""The model registry: reads and writes registered versions, their aliases and tags (read by serving, written by
+training), and the metric names a version records. It decides nothing: which version becomes ``champion`` is the
+champion rule's (:mod:`papertrack.training.champion`), passed to :func:`register` as ``decide``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-import mlflow
 from mlflow.exceptions import MlflowException
 
 from papertrack.settings import CHALLENGER, CHAMPION, MODEL_NAME
-from papertrack.store import client
+from papertrack.store import Store, using
 
 TEMPORAL_PRIMARY_METRIC = "temporal_label_top3"  # label top-3 on the latest year, trained on the earlier ones
 TEMPORAL_TIEBREAK_METRIC = "temporal_label_macro_f1"
@@ -51,6 +42,16 @@ INFO_TAGS = ("data_digest", "candidate", "run_id", "gate", "data_change", "n_lab
 DECISION_TAG_PREFIX = "champion_rule"  # the champion rule's decision and its numbers (not metrics)
 SETTLE_TIMEOUT = 300.0  # seconds a registration waits for earlier, concurrent ones to set their alias
 IN_FLIGHT_SECONDS = 15 * 60  # an undecided version younger than this (before ours) is still being decided
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The champion rule's answer for one registration: promote (alias ``champion``) or not (``challenger``), why,
+    and more tags to record on the new version (e.g. ``data_change``)."""
+
+    promote: bool
+    reason: str
+    tags: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -91,17 +92,17 @@ def rank_key(metrics: dict[str, float]) -> tuple[float, float]:
     return (round(metrics[primary], 6), round(metrics[tiebreak], 6))
 
 
-def version_by_alias(alias: str, name: str = MODEL_NAME):
-    """The ModelVersion behind ``name@alias``, or None when there is none."""
+def version_by_alias(store: Store, alias: str, name: str = MODEL_NAME):
+    """The ModelVersion behind ``name@alias`` in ``store``, or None when there is none."""
     try:
-        return client().get_model_version_by_alias(name, alias)
+        return store.client().get_model_version_by_alias(name, alias)
     except MlflowException:
         return None
 
 
-def current_champion(name: str = MODEL_NAME):
-    """The champion's ModelVersion, or None when nothing is registered yet."""
-    return version_by_alias(CHAMPION, name)
+def current_champion(store: Store, name: str = MODEL_NAME):
+    """The champion's ModelVersion in ``store``, or None when nothing is registered yet."""
+    return version_by_alias(store, CHAMPION, name)
 
 
 def version_metrics(version) -> dict[str, float]:
@@ -118,63 +119,35 @@ def version_metrics(version) -> dict[str, float]:
     return current_names(metrics)
 
 
-def _metrics_of(version) -> dict[str, float] | None:
-    metrics = version_metrics(version)
-    if CV_PRIMARY_METRIC not in metrics or CV_TIEBREAK_METRIC not in metrics:
-        return None
-    return metrics
-
-
-def gate(new_metrics: dict[str, float], new_digest: str, champion) -> tuple[bool, str]:
-    """Whether the new model may become champion, and why."""
-    if champion is None:
-        return True, "no champion yet"
-    old_digest = champion.tags.get("data_digest")
-    old = _metrics_of(champion)
-    if old_digest != new_digest:
-        return True, f"training data changed (digest {old_digest} -> {new_digest}); metrics are not comparable"
-    if old is None:
-        return True, f"champion version {champion.version} has no recorded metrics"
-    primary, tiebreak = ranking_metrics(new_metrics, old)
-    new_key = (round(new_metrics[primary], 6), round(new_metrics[tiebreak], 6))
-    old_key = (round(old[primary], 6), round(old[tiebreak], 6))
-    summary = (
-        f"{primary} {new_metrics[primary]:.4f} vs champion v{champion.version} "
-        f"{old[primary]:.4f} ({tiebreak} {new_metrics[tiebreak]:.4f} vs "
-        f"{old[tiebreak]:.4f}) on the same data"
-    )
-    if new_key > old_key:
-        return True, "beats the champion: " + summary
-    return False, "does not beat the champion: " + summary
-
-
 def register(
+    store: Store,
     model_uri: str,
     run_id: str,
     metrics: dict[str, float],
     digest: str,
     candidate: str,
+    decide: Callable[[Any], Verdict],
     name: str = MODEL_NAME,
     decision_tags: dict[str, str] | None = None,
-    challenge: Callable[[Any], tuple[bool, str] | None] | None = None,
-    refuse: Callable[[Any], list[str]] | None = None,
     info: dict[str, str] | None = None,
-    caveats: Sequence[str] = (),
 ) -> Decision:
-    """Register the model version and give it the champion or challenger alias. ``decision_tags``
-    (keys starting with ``champion_rule``) record why this candidate won its sweep. ``challenge(champion)``,
-    when given, decides against the current champion first (training's cost rule); when it returns None,
-    :func:`gate` decides. ``refuse(champion)``, when given, lists why the model must not be promoted whatever the
-    comparison says (training's sanity checks); ``info``: more descriptive tags (e.g. ``n_labels``).
+    """Register the model version in ``store``, tag it (data digest, candidate, run, ``info``, its metrics and
+    ``decision_tags``: keys starting with ``champion_rule``, why this candidate won its sweep) and give it the alias
+    ``decide(champion)`` says: ``champion`` or ``challenger``. ``decide`` is the champion rule
+    (:func:`papertrack.training.champion.promotion.promotion_rule`); it is given the champion read at decision time
+    (a ModelVersion, or None).
 
     Concurrent ``train`` runs against one store (a team tracking server) are decided one after the other,
-    in the order of their version numbers (the store hands those out atomically): the gate compares with
-    the champion read *after* every earlier registration has set its alias (see ``_wait_for_earlier``),
-    never with the champion seen before registering. So two runs racing can never both become champion,
+    in the order of their version numbers (the store hands those out atomically): ``decide`` is given the
+    champion read *after* every earlier registration has set its alias (see ``_wait_for_earlier``),
+    never the champion seen before registering. So two runs racing can never both become champion,
     and the outcome is the one of running them one after the other in version order.
     """
-    version = mlflow.register_model(model_uri, name)
-    c = client()
+    with using(store):  # mlflow.register_model reads MLflow's process-wide registry URI only
+        import mlflow
+
+        version = mlflow.register_model(model_uri, name)
+    c = store.client()
     tags = {
         "data_digest": digest,
         "candidate": candidate,
@@ -189,25 +162,13 @@ def register(
     for key, value in tags.items():
         c.set_model_version_tag(name, version.version, key, value)
     waited = _wait_for_earlier(c, name, version)
-    champion = current_champion(name)  # re-read now, just before setting the alias
-    problems = refuse(champion) if refuse is not None else []
-    decided = challenge(champion) if challenge is not None and champion is not None else None
-    promote, reason = decided if decided is not None else gate(metrics, digest, champion)
-    if problems and champion is not None:
-        promote, reason = False, "not promoted: " + "; ".join(problems) + f" (otherwise: {reason})"
-    elif problems:  # nothing better to serve: the first model is champion, its problems said
-        reason += " — but check it: " + "; ".join(problems)
-    if caveats:
-        reason += " (note: " + "; ".join(caveats) + ")"
+    champion = current_champion(store, name)  # re-read now, just before setting the alias
+    verdict = decide(champion)
+    promote, reason = verdict.promote, verdict.reason
     if waited:
         reason += f" ({waited})"
-    if champion is not None and champion.tags.get("data_digest") != digest:
-        c.set_model_version_tag(
-            name,
-            version.version,
-            "data_change",
-            f"{champion.tags.get('data_digest')} -> {digest} (previous champion v{champion.version})",
-        )
+    for key, value in verdict.tags.items():
+        c.set_model_version_tag(name, version.version, key, value)
     alias = CHAMPION if promote else CHALLENGER
     c.set_registered_model_alias(name, alias, version.version)
     # the gate tag comes last: it tells later registrations that this one's alias is set

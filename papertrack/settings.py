@@ -118,9 +118,6 @@ class Settings:
         return self.home / "artifacts"
 
 
-_uri_set_by_papertrack: str | None = None
-
-
 def _flag(value: str | None) -> bool:
     return value is not None and value.strip().lower() not in _OFF
 
@@ -175,17 +172,10 @@ def current() -> Settings:
         workers=_int(WORKERS_ENV, env.get(WORKERS_ENV), 1) or 1,
         access_log=_flag(env.get(ACCESS_LOG_ENV)),
         trace_predictions=_flag(env.get(TRACE_ENV)),
-        user_tracking_uri=uri if uri and uri != _uri_set_by_papertrack else None,
+        user_tracking_uri=uri or None,
         allowed_hosts=tuple(h.strip() for h in env.get(ALLOWED_HOSTS_ENV, "").split(",") if h.strip()),
         home_source=home_source,
     )
-
-
-def remember_tracking_uri(uri: str) -> None:
-    """``mlflow.set_tracking_uri`` exports MLFLOW_TRACKING_URI itself; a value papertrack put there
-    is not mistaken for the user's choice."""
-    global _uri_set_by_papertrack
-    _uri_set_by_papertrack = uri
 
 
 def quiet_third_parties() -> None:

@@ -14,17 +14,28 @@ they go to the server's artifact store.
 A tracking server is probed once (one request, a short timeout, no retries) before MLflow's own client,
 which retries for minutes, is used: a server that is down, or whose database is down, is reported as
 :class:`TrackingServerUnreachable` ("cannot reach the tracking server at …") instead of a long hang.
+
+State is passed, not set: :func:`open` decides the store from the environment and returns a frozen :class:`Store`
+(its URIs, where new experiments keep their artifacts, how it was chosen); only the CLI's commands and
+``papertrack.load()`` call it. Library code takes that value and talks to MLflow through ``store.client()``
+(an ``MlflowClient`` on the store's URIs). MLflow's process-wide tracking and registry URIs are set only inside
+:func:`using`, for the few MLflow calls that read nothing else (``mlflow.pyfunc.log_model``/``load_model``,
+``mlflow.register_model``), and put back on leaving it (:func:`configure`, for scripts and notebooks, sets them for
+good). Two stores in one process work side by side.
 """
 
 from __future__ import annotations
 
+import builtins
+import dataclasses
 import errno
 import logging
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-import mlflow
 from mlflow.tracking import MlflowClient
 
 from papertrack import settings
@@ -48,7 +59,108 @@ class NoStore(NoModelError):
 
 
 LAST_STORE_FILE = "last-store"  # in the per-user state folder: the store ``train`` last wrote to
-_recorded_home: Path | None = None  # the recorded store this process fell back to (then set as PAPERTRACK_HOME)
+
+
+@dataclass(frozen=True)
+class Store:
+    """One MLflow store, as a value: pass it to the library code that reads or writes it.
+
+    ``chosen`` says how :func:`open` found it: ``user`` (MLFLOW_TRACKING_URI), ``env`` (PAPERTRACK_HOME),
+    ``found`` (the nearest .papertrack from the working directory up), ``recorded`` (the store ``train`` last
+    wrote to) or ``new`` (./.papertrack, created by ``train``)."""
+
+    tracking_uri: str
+    registry_uri: str
+    artifact_location: str | None  # where the experiment keeps its artifacts when papertrack creates it
+    home: Path  # PAPERTRACK_HOME for this store (the embedding cache, the artifacts of a database URI)
+    chosen: str = "env"
+
+    @classmethod
+    def of(cls, current: settings.Settings, chosen: str | None = None) -> Store:
+        """The store ``current`` settings name (no I/O)."""
+        uri = current.tracking_uri
+        server = uri.startswith(("http://", "https://", "databricks"))
+        return cls(
+            tracking_uri=uri,
+            registry_uri=uri,
+            artifact_location=None if server else current.artifact_root.as_uri(),
+            home=current.home,
+            chosen=chosen or ("user" if current.user_tracking_uri is not None else current.home_source),
+        )
+
+    @property
+    def is_server(self) -> bool:
+        return self.tracking_uri.startswith(("http://", "https://"))
+
+    def client(self) -> MlflowClient:
+        """An MLflow client on this store (MLflow's process-wide URIs are not read)."""
+        return MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.registry_uri)
+
+    def experiment(self):
+        """papertrack's experiment in this store, or None when there is none yet."""
+        return self.client().get_experiment_by_name(settings.EXPERIMENT_NAME)
+
+    def environment(self) -> dict[str, str]:
+        """What a subprocess (Spark, ``bentoml serve``) must be given to use this same store."""
+        env = {settings.HOME_ENV: str(self.home)}
+        if self.chosen == "user":
+            env[settings.TRACKING_URI_ENV] = self.tracking_uri
+        return env
+
+    def where(self) -> str:
+        """The store and how it was chosen, for messages: ``/p/.papertrack (the nearest .papertrack above /p)``."""
+        if self.chosen == "user":
+            return f"{self.tracking_uri} ({settings.TRACKING_URI_ENV})"
+        how = {
+            "env": settings.HOME_ENV,
+            "found": f"the nearest {settings.STORE_FOLDER} from {Path.cwd()} up",
+            "recorded": f"the store `papertrack train` last used, recorded in {recorded_store_file()}",
+            "new": "new",
+        }[self.chosen]
+        return f"{self.home} ({how})"
+
+
+@contextmanager
+def using(store: Store) -> Iterator[Store]:
+    """MLflow's process-wide tracking and registry URIs point at ``store`` inside the ``with`` block and are put back
+    as they were on leaving it, error or not (the environment is left as it is: nothing is exported).
+
+    With :func:`configure`, the one place papertrack touches MLflow's globals, for the calls that read nothing else:
+    ``mlflow.pyfunc.log_model`` / ``load_model``, ``mlflow.register_model``, ``bentoml.mlflow.import_model``. Keep
+    the block small; everything else takes ``store.client()``. Not for threads that use different stores at once."""
+    import mlflow
+
+    saved = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
+    _point_mlflow_at(store.tracking_uri, store.registry_uri)
+    try:
+        yield store
+    finally:
+        _point_mlflow_at(*saved)
+
+
+def configure(create: bool = True) -> str:
+    """For scripts and notebooks only (papertrack never calls it): point MLflow's process-wide URIs at papertrack's
+    store (:func:`open`) for the rest of the process, so that ``mlflow.pyfunc.load_model("models:/papertrack@...")``
+    finds it; its tracking URI. ``with store.using(store.open(create=False)):`` does the same for a block only."""
+    opened = open(create)
+    _point_mlflow_at(opened.tracking_uri, opened.registry_uri)
+    return opened.tracking_uri
+
+
+def _point_mlflow_at(tracking_uri: str, registry_uri: str) -> None:
+    """MLflow's process-wide URIs, without the MLFLOW_TRACKING_URI / MLFLOW_REGISTRY_URI that
+    ``mlflow.set_tracking_uri`` also exports (papertrack would later read that as the user's choice)."""
+    import mlflow
+
+    names = ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")
+    saved_env = {name: os.environ.get(name) for name in names}
+    mlflow.set_tracking_uri(tracking_uri)
+    mlflow.set_registry_uri(registry_uri)
+    for name, value in saved_env.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ.update({name: value})
 
 
 def recorded_store_file() -> Path:
@@ -81,39 +193,22 @@ def _record_store(home: Path) -> None:
         )
 
 
-def where(current: settings.Settings | None = None) -> str:
-    """The store and how it was chosen, for messages: ``/p/.papertrack (the nearest .papertrack above /p/sub)``."""
-    current = current or settings.current()
-    if current.user_tracking_uri is not None:
-        return f"{current.user_tracking_uri} ({settings.TRACKING_URI_ENV})"
-    source = "recorded" if current.home_source == "env" and current.home == _recorded_home else current.home_source
-    how = {
-        "env": settings.HOME_ENV,
-        "found": f"the nearest {settings.STORE_FOLDER} from {Path.cwd()} up",
-        "recorded": f"the store `papertrack train` last used, recorded in {recorded_store_file()}",
-        "new": "new",
-    }[source]
-    return f"{current.home} ({how})"
-
-
-def _open_for_reading() -> settings.Settings:
-    """The settings of the store a read command uses; NoStore when there is none (nothing is created)."""
-    current = settings.current()
+def _for_reading(current: settings.Settings) -> Store:
+    """The store a read command uses; NoStore when there is none (nothing is created). Outside any project it is
+    the store ``train`` recorded: the returned value carries its home, and whoever starts a process that must use it
+    passes :meth:`Store.environment` (nothing is exported)."""
     if current.user_tracking_uri is not None or (current.home / settings.STORE_DATABASE).is_file():
-        return current
+        return Store.of(current)
     if current.home_source == "new":
         recorded = recorded_store()
         if recorded is not None:
-            global _recorded_home
-            _recorded_home = recorded
-            os.environ[settings.HOME_ENV] = str(recorded)  # this process and the ones it starts (Spark, BentoML)
             logger.warning(
                 "no %s store in %s or a folder above it; using %s, the store `papertrack train` last used",
                 settings.STORE_FOLDER,
                 Path.cwd(),
                 recorded,
             )
-            return settings.current()
+            return Store.of(dataclasses.replace(current, home=recorded, home_source="env"), chosen="recorded")
         raise NoStore(
             f"no papertrack store found: no {settings.STORE_FOLDER}/{settings.STORE_DATABASE} in {Path.cwd()} or a "
             f"folder above it, and no store recorded by `papertrack train` ({recorded_store_file()}). Run "
@@ -127,51 +222,52 @@ def _open_for_reading() -> settings.Settings:
     )
 
 
-def configure(create: bool = True) -> str:
-    """Point MLflow at papertrack's store and make sure the experiment exists; returns the URI.
+def open(  # noqa: A001 - store.open()
+    create: bool = True, current: settings.Settings | None = None, home: Path | str | None = None
+) -> Store:
+    """The store papertrack's settings (default: the environment's, now) name, checked, as a :class:`Store`.
 
-    ``create=False`` (commands that only read): nothing is created — no folder, database or experiment; no store
-    is :class:`NoStore` (see the module doc). With ``create``, a sqlite store is created (schema and experiment)
+    Called by the CLI's commands and ``papertrack.load()`` only; library code is given the value. ``create=False``
+    (commands that only read): nothing is created — no folder, database or experiment; no store is
+    :class:`NoStore` (see the module doc). With ``create``, a sqlite store is created (schema and experiment)
     under an exclusive lock on ``<db>.lock``: two commands started at once on a new store used to both create
     MLflow's tables ("table registered_model_tags already exists"), and the store is recorded for read commands run
     outside any project. A folder or database that cannot be written is one :class:`StoreNotWritable` naming it.
+    MLflow's process-wide URIs are not touched. ``home``: the store in that folder (a ``.papertrack`` folder; as if
+    PAPERTRACK_HOME named it, whatever the environment says about the store), e.g. to use two stores side by side.
     """
     settings.quiet_third_parties()
-    current = settings.current() if create else _open_for_reading()
-    uri = current.tracking_uri
+    current = current or settings.current()
+    if home is not None:
+        folder = Path(home).expanduser().resolve()
+        current = dataclasses.replace(current, home=folder, home_source="env", user_tracking_uri=None)
+    store = Store.of(current) if create else _for_reading(current)
+    uri = store.tracking_uri
     database = Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
     try:
         if database is not None and create:
             database.parent.mkdir(parents=True, exist_ok=True)
-        if uri.startswith(("http://", "https://")):
+        if store.is_server:
             check_tracking_server(uri)
-        mlflow.set_tracking_uri(uri)
-        mlflow.set_registry_uri(uri)
-        if current.user_tracking_uri is None:
-            settings.remember_tracking_uri(uri)
         if not create:
-            if mlflow.get_experiment_by_name(settings.EXPERIMENT_NAME) is not None:
-                mlflow.set_experiment(settings.EXPERIMENT_NAME)
-            return uri
+            return store
         with _creating(database):
-            if mlflow.get_experiment_by_name(settings.EXPERIMENT_NAME) is None:
-                location = None
-                if not uri.startswith(("http://", "https://", "databricks")):
-                    current.artifact_root.mkdir(parents=True, exist_ok=True)
-                    location = current.artifact_root.as_uri()
-                _create_experiment(location)
-        mlflow.set_experiment(settings.EXPERIMENT_NAME)
-        if current.user_tracking_uri is None and current.home_source != "env":
-            _record_store(current.home)
+            client = store.client()  # MLflow's client opens the store at once: a new sqlite one is created here
+            if client.get_experiment_by_name(settings.EXPERIMENT_NAME) is None:
+                if store.artifact_location is not None:
+                    (store.home / "artifacts").mkdir(parents=True, exist_ok=True)
+                _create_experiment(client, store.artifact_location)
+        if store.chosen in ("found", "new"):
+            _record_store(store.home)
     except OSError as exc:
         if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EEXIST):
             raise
-        raise StoreNotWritable(_not_writable(exc.filename or current.home, exc.strerror)) from None
+        raise StoreNotWritable(_not_writable(exc.filename or store.home, exc.strerror)) from None
     except Exception as exc:  # sqlalchemy's OperationalError: "attempt to write a readonly database", ...
         if database is not None and ("readonly database" in str(exc) or "unable to open database" in str(exc)):
             raise StoreNotWritable(_not_writable(database, "the database cannot be written")) from None
         raise
-    return uri
+    return store
 
 
 def _not_writable(path, why: str | None) -> str:
@@ -189,7 +285,7 @@ def _creating(database: Path | None):
         return
     import fcntl
 
-    with open(database.with_name(database.name + ".lock"), "a") as lock:
+    with builtins.open(database.with_name(database.name + ".lock"), "a") as lock:  # this module's open() opens stores
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
@@ -197,12 +293,12 @@ def _creating(database: Path | None):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _create_experiment(location: str | None) -> None:
+def _create_experiment(client: MlflowClient, location: str | None) -> None:
     """Create the experiment; another process having just created it (a tracking server) is fine."""
     from mlflow.exceptions import MlflowException
 
     try:
-        mlflow.create_experiment(settings.EXPERIMENT_NAME, artifact_location=location)
+        client.create_experiment(settings.EXPERIMENT_NAME, artifact_location=location)
     except MlflowException as exc:
         if "RESOURCE_ALREADY_EXISTS" not in str(exc.error_code) and "already exists" not in str(exc):
             raise
@@ -239,7 +335,3 @@ def _server_error(response) -> str:
         message = response.text
     lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
     return (lines[0] if lines else response.reason_phrase)[:300]
-
-
-def client() -> MlflowClient:
-    return MlflowClient(tracking_uri=mlflow.get_tracking_uri(), registry_uri=mlflow.get_registry_uri())

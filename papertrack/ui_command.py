@@ -22,7 +22,6 @@ from typing import Annotated
 
 import typer
 
-from papertrack import settings
 from papertrack.console import console
 from papertrack.errors import PapertrackError, UsageError
 
@@ -39,20 +38,22 @@ def ui_command(backend_store_uri: str, artifacts_uri: str | None, port: int, ver
     return command if verbose else command + ["--uvicorn-opts", "--log-level warning --no-access-log"]
 
 
-def _quiet(verbose: bool) -> dict[str, str]:
-    """The server's environment: job execution off; unless ``papertrack -v``, no INFO lines or notices."""
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+def _quiet(verbose: bool, store_environment: dict[str, str] | None = None) -> dict[str, str]:
+    """The server's environment: the store's (its PAPERTRACK_HOME), job execution off; unless ``papertrack -v``, no
+    INFO lines or notices."""
+    env = {**os.environ, **(store_environment or {}), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     if not verbose:
         env.update({"MLFLOW_LOGGING_LEVEL": "WARNING", "PYTHONWARNINGS": "ignore"})
     return env
 
 
-def runs_link(base: str) -> str:
-    """The runs view of the papertrack experiment on the UI at ``base``; ``base`` itself when there is none yet."""
+def runs_link(store, base: str) -> str:
+    """The runs view of the papertrack experiment of ``store`` on the UI at ``base``; ``base`` itself when there is
+    none yet."""
     from papertrack.training.leaderboard import runs_view
     from papertrack.training.report import runs_view_url
 
-    experiment_id, view = runs_view()
+    experiment_id, view = runs_view(store)
     return runs_view_url(base, experiment_id, view) if experiment_id is not None else base
 
 
@@ -64,30 +65,30 @@ def ui(
     from papertrack import store
     from papertrack.serving.http.serve_command import _port_in_use
 
-    uri = store.configure(create=False)
-    if uri.startswith(("http://", "https://")):
-        link = runs_link(uri)
+    opened = store.open(create=False)
+    uri = opened.tracking_uri
+    if opened.is_server:
+        link = runs_link(opened, uri)
         console.print(f"The tracking server at {uri} is the UI: {link}", soft_wrap=True, highlight=False, markup=False)
         _open(link, browser)
         return
     if _port_in_use(HOST, port):
         raise UsageError(f"port {port} on {HOST} is in use; pass --port with a free one (e.g. --port {port + 1})")
-    current = settings.current()
-    artifacts = current.artifact_root.as_uri() if current.user_tracking_uri is None else None
+    artifacts = (opened.home / "artifacts").as_uri() if opened.chosen != "user" else None
     verbose = logging.getLogger("papertrack").getEffectiveLevel() <= logging.INFO  # papertrack -v
     previous = signal.signal(signal.SIGTERM, _interrupted)  # a TERM stops the UI too (it has a session of its own)
     server = subprocess.Popen(
         ui_command(uri, artifacts, port, verbose),
-        env=_quiet(verbose),
+        env=_quiet(verbose, opened.environment()),
         stdout=None if verbose else subprocess.DEVNULL,  # MLflow's start-up notices; its errors go to stderr
         start_new_session=True,
     )
     try:
         base = f"http://{HOST}:{port}"
         _wait_until_up(server, base)
-        link = runs_link(base)
+        link = runs_link(opened, base)
         console.print(
-            f"MLflow UI on {base} for {store.where()}; the latest sweep's runs:", soft_wrap=True, markup=False
+            f"MLflow UI on {base} for {opened.where()}; the latest sweep's runs:", soft_wrap=True, markup=False
         )
         console.print(link, soft_wrap=True, highlight=False, markup=False)
         console.print(

@@ -16,6 +16,7 @@ from papertrack.model_lookup import MODEL_OPTION, TRAIN_HINT, first_line
 
 if TYPE_CHECKING:
     from papertrack.models.artifact import TrackPredictor
+    from papertrack.store import Store
 
 __all__ = ["TRAIN_HINT", "LoadedModel", "load_model"]
 
@@ -29,33 +30,36 @@ class LoadedModel:
 
 def load_model(
     model_uri: str,
+    store: Store,
     *,
     error: type[NoModelError] = NoModelError,
     download_to: Path | None = None,
     option: str = MODEL_OPTION,
 ) -> LoadedModel:
     """The model behind ``model_uri`` (an MLflow model URI, or a short form: ``challenger``, ``3``; see
-    :mod:`papertrack.model_lookup`) from papertrack's store, which is never created here. With ``download_to``, the
-    model is downloaded there first and loaded from that folder (an alias is resolved once: a Spark job's
-    executors load the very same copy). ``error`` (a NoModelError) with the lookup's one message when it cannot be
-    loaded; ``option``: how the caller names the reference in that message's fix."""
+    :mod:`papertrack.model_lookup`) from ``store`` (:func:`papertrack.store.open`, ``create=False``). With
+    ``download_to``, the model is downloaded there first and loaded from that folder (an alias is resolved once: a
+    Spark job's executors load the very same copy). ``error`` (a NoModelError) with the lookup's one message when it
+    cannot be loaded; ``option``: how the caller names the reference in that message's fix."""
     from mlflow.exceptions import MlflowException
 
-    from papertrack import model_lookup, store
+    from papertrack import model_lookup
     from papertrack.models.artifact import load_predictor
+    from papertrack.store import using
 
     try:
-        store.configure(create=False)
-        target = model_lookup.resolve(model_uri, option)
+        target = model_lookup.resolve(store, model_uri, option)
     except NoModelError as exc:
         raise error(str(exc)) from None
     try:
-        path = target.uri
-        if download_to is not None:
-            from mlflow.artifacts import download_artifacts
+        # MLflow resolves models:/ and runs:/ URIs on its process-wide store only
+        with using(store):
+            path = target.uri
+            if download_to is not None:
+                from mlflow.artifacts import download_artifacts
 
-            path = download_artifacts(artifact_uri=target.uri, dst_path=str(download_to))
-        predictor, pyfunc = load_predictor(path)
+                path = download_artifacts(artifact_uri=target.uri, dst_path=str(download_to))
+            predictor, pyfunc = load_predictor(path)
     except (MlflowException, OSError) as exc:
-        raise error(model_lookup.missing(target, first_line(exc), option)) from None
+        raise error(model_lookup.missing(store, target, first_line(exc), option)) from None
     return LoadedModel(predictor, pyfunc, path)

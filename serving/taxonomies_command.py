@@ -45,9 +45,10 @@ def taxonomies(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """The taxonomies the model answers in (--taxonomy of label/suggest, "taxonomy" of the HTTP requests)."""
+    from papertrack import store
     from papertrack.serving.model_loader import load_model
 
-    found = describe(load_model(model).predictor)
+    found = describe(load_model(model, store.open(create=False)).predictor)
     if as_json:
         console.print_json(json.dumps(found, ensure_ascii=False))
         return

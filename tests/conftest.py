@@ -47,32 +47,6 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
 
 
-@pytest.fixture(autouse=True)
-def _mlflow_back_on_the_environments_store():
-    """A test that points PAPERTRACK_HOME at its own store (monkeypatch) leaves MLflow's process-wide tracking URI,
-    the MLFLOW_TRACKING_URI that ``mlflow.set_tracking_uri`` exports and papertrack's note of which URI it set
-    itself on that store; the next test would read and write there. All three are put back after each test.
-    Needed only while papertrack sets MLflow's tracking URI process-wide (issue 27 item 1, "state passed, not set",
-    removes that; then this fixture goes). It makes no test depend on another: each still runs in any order."""
-    from papertrack import settings
-
-    saved_env, saved_mark = os.environ.get("MLFLOW_TRACKING_URI"), settings._uri_set_by_papertrack
-    yield
-    settings._uri_set_by_papertrack = saved_mark
-    if saved_env is None:
-        os.environ.pop("MLFLOW_TRACKING_URI", None)
-    else:
-        os.environ["MLFLOW_TRACKING_URI"] = saved_env
-    if "mlflow" not in sys.modules or not os.environ.get("PAPERTRACK_HOME"):
-        return
-    import mlflow
-
-    from papertrack import store
-
-    if mlflow.get_tracking_uri() != settings.current().tracking_uri:
-        store.configure()
-
-
 def shared_data_dir() -> Path:
     configured = os.environ.get("PAPERTRACK_DATA_DIR")
     return Path(configured) if configured else Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -132,16 +106,25 @@ def labeled_subset(data_dir, tmp_path_factory) -> Path:
 def trained(labeled_subset, tmp_path_factory):
     """A sweep of the fast candidates on the three-source subset (two years, so chosen on the temporal
     holdout, like the default data), registered as papertrack@champion in a temporary PAPERTRACK_HOME. The
-    environment keeps pointing at that store for the rest of the session."""
+    environment keeps pointing at that store for the rest of the session (the CLI subprocesses' store); ``store``
+    is its :class:`papertrack.store.Store`, for the tests that call the library."""
+    from papertrack import store as stores
     from papertrack.training.sweep import SweepConfig, run_sweep
 
     home = tmp_path_factory.mktemp("papertrack-home")
     os.environ["PAPERTRACK_HOME"] = str(home)
+    store = stores.open()
     # the shift holdout too (off by default with a temporal one): the tests read every evaluation of a sweep
     result = run_sweep(
-        SweepConfig([labeled_subset], candidate_names=FAST_CANDIDATES, folds=3, seed=7, shift_holdout=True)
+        SweepConfig([labeled_subset], candidate_names=FAST_CANDIDATES, folds=3, seed=7, shift_holdout=True), store
     )
-    return {"home": home, "result": result, "model_uri": "models:/papertrack@champion", "data": labeled_subset}
+    return {
+        "home": home,
+        "store": store,
+        "result": result,
+        "model_uri": "models:/papertrack@champion",
+        "data": labeled_subset,
+    }
 
 
 @contextmanager
@@ -177,12 +160,12 @@ def bento_home(trained, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def imported(bento_home):
+def imported(bento_home, trained):
     """The session's champion imported into the temporary BentoML home; PAPERTRACK_BENTO_MODEL names it."""
     from papertrack import settings
     from papertrack.serving.http import bento_store as store
 
-    model = store.import_champion()
+    model = store.import_champion(trained["store"])
     os.environ[settings.BENTO_MODEL_ENV] = str(model.tag)
     return model
 
@@ -254,7 +237,7 @@ class FakeBackend:
     identity = {"run_id": "fake"}
     description = "fake model"
 
-    def __init__(self, model_uri: str = "", taxonomy: str | None = None):
+    def __init__(self, model_uri: str = "", taxonomy: str | None = None, store=None):
         pass
 
     def label(self, records, k):

@@ -38,16 +38,15 @@ def attach(
     return confidence
 
 
-def log_calibration(confidence, held_out_proba: np.ndarray, held_out_y: np.ndarray, taxonomy: str = "") -> None:
-    """The calibration's metrics, ``confidence/calibration.json`` and ``plots/risk_coverage.png``, logged to the
-    active MLflow run (``taxonomy``: another taxonomy's, its slug suffixed to the metric and file names)."""
-    import mlflow
-
+def log_calibration(run, confidence, held_out_proba: np.ndarray, held_out_y: np.ndarray, taxonomy: str = "") -> None:
+    """The calibration's metrics, ``confidence/calibration.json`` and ``plots/risk_coverage.png``, logged to
+    ``run`` (a :class:`papertrack.training.sweep_logging.RunLog`; ``taxonomy``: another taxonomy's, its slug
+    suffixed to the metric and file names)."""
     suffix = f".{taxonomy}" if taxonomy else ""
-    mlflow.log_metrics({f"{k}{suffix}": v for k, v in confidence.metrics().items()})
-    mlflow.log_dict(confidence.to_dict(), f"confidence/calibration{suffix}.json")
+    run.metrics({f"{k}{suffix}": v for k, v in confidence.metrics().items()})
+    run.dict(confidence.to_dict(), f"confidence/calibration{suffix}.json")
     fig = risk_coverage_figure(held_out_proba, held_out_y, confidence)
-    mlflow.log_figure(fig, f"plots/risk_coverage{suffix}.png")
+    run.figure(fig, f"plots/risk_coverage{suffix}.png")
     plots.close(fig)
 
 

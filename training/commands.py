@@ -51,6 +51,7 @@ def train(
     ] = False,
 ) -> None:
     """Evaluate every candidate (one MLflow run each) on next year's papers, refit the best, register it."""
+    from papertrack import store
     from papertrack.features.ingest.columns import check_inputs, use_columns
     from papertrack.training.report import print_results, print_runs_link
     from papertrack.training.sweep import run_sweep
@@ -74,7 +75,7 @@ def train(
     )
     with use_columns(abstract_column, title_column, id_column):
         check_inputs(config.paths, fmt)  # a CSV without its abstract column: before anything else
-        result = run_sweep(config, console=console)
+        result = run_sweep(config, store.open, console=console)
     print_results(console, result)
     print_runs_link(console, result.tracking_uri, result.experiment_id, RUNS_VIEW_KEY)
 
@@ -104,15 +105,16 @@ def runs(
         raise typer.BadParameter("choose one of --all and --sweep")
     if sweep is not None and not re.fullmatch(r"[0-9a-fA-F]+", sweep):
         raise typer.BadParameter(f"{sweep!r} is not a run id (hexadecimal, as train prints it: 'parent run 9df3…')")
-    uri = store.configure(create=False)  # a read: never creates a store
-    board = leaderboard(latest_sweep_only=not all_sweeps, limit=limit, sweep=sweep)
+    opened = store.open(create=False)  # a read: never creates a store
+    uri = opened.tracking_uri
+    board = leaderboard(opened, latest_sweep_only=not all_sweeps, limit=limit, sweep=sweep)
     if board.empty and sweep is not None:
         console.print(f"No candidate runs of sweep {sweep} in {uri}. `papertrack runs --all --json` lists them all.")
         raise typer.Exit(1)
     if board.empty:
         console.print(f"No runs in {uri}. Run [bold]papertrack train[/] first.")
         raise typer.Exit(1)
-    champion = registry.current_champion()
+    champion = registry.current_champion(opened)
     champion_run = champion.tags.get("run_id") if champion is not None else None
     board.insert(0, "champion", board["run_id"] == champion_run)
     board["started"] = board["started"].astype(str)
@@ -173,7 +175,7 @@ def runs(
         "by " + ("next-yr top3" if later else "shift top3" if shift else "CV top3") + ". Every column: --json / --csv.",
         soft_wrap=False,
     )
-    print_runs_link(console, uri, *runs_view())
+    print_runs_link(console, uri, *runs_view(opened))
 
 
 def add_commands(app: typer.Typer) -> None:

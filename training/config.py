@@ -1,10 +1,12 @@
 """What a training sweep is asked to do: one :class:`SweepConfig`, shared by ``papertrack train`` (whose options
 take their defaults and help from it) and any Python caller::
 
+    from papertrack import store
     from papertrack.training.config import SweepConfig
     from papertrack.training.sweep import run_sweep
 
-    result = run_sweep(SweepConfig(candidate_names=["tfidf-word-cnb"], folds=3, seed=1, register=False))
+    config = SweepConfig(candidate_names=["tfidf-word-cnb"], folds=3, seed=1, register=False)
+    result = run_sweep(config, store.open())
 """
 
 from __future__ import annotations
@@ -12,9 +14,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from papertrack import settings
 from papertrack.errors import UsageError
+
+if TYPE_CHECKING:
+    from papertrack.models.candidates import Candidate
 
 DEFAULT_BUDGET_MS = 5.0  # predict cost per abstract the default sweep stays within (a fast service)
 MIN_FOLDS, MAX_FOLDS = 2, 20
@@ -86,6 +92,10 @@ class SweepConfig:
             "shipped ones (ICML 2024 -> ICML 2025), used when the data has their target's papers."
         ),
     )
+    extra_candidates: Sequence[Candidate] = field(
+        default=(),
+        metadata=_help("Candidates besides the catalogue's, known to this sweep only (tests, experiments)."),
+    )
     jobs: int | None = field(
         default=None,
         metadata=_help(
@@ -99,6 +109,7 @@ class SweepConfig:
         set_(self, "data_paths", tuple(Path(p) for p in self.data_paths))
         set_(self, "candidate_names", tuple(self.candidate_names) if self.candidate_names else None)
         set_(self, "renames", tuple(self.renames))
+        set_(self, "extra_candidates", tuple(self.extra_candidates))
         if self.crosswalks is not None:
             set_(self, "crosswalks", tuple(Path(p) for p in self.crosswalks))
         if not MIN_FOLDS <= self.folds <= MAX_FOLDS:

@@ -131,7 +131,9 @@ def crosswalk(
         f"Edit it, then: papertrack train --crosswalk {out} (not to be scored on {target}'s own papers: see its header)"
     )
     if log:
-        run_id, uri = log_run(proposal, text)
+        from papertrack import store
+
+        run_id, uri = log_run(store.open(), proposal, text)
         say(f"MLflow run {run_id} ({uri})")
 
 
@@ -212,19 +214,21 @@ def proposal_table(proposal):
     return table
 
 
-def log_run(proposal, text: str) -> tuple[str, str]:
-    """One MLflow run in papertrack's experiment: params, the summary as metrics, the heatmap, the proposal."""
-    import mlflow
-
+def log_run(store, proposal, text: str) -> tuple[str, str]:
+    """One MLflow run in papertrack's experiment of ``store``: params, the summary as metrics, the heatmap, the
+    proposal. (run id, tracking URI)."""
     from papertrack import __version__
-    from papertrack.training.sweep_logging import open_store
+    from papertrack.training.sweep_logging import RunLog, open_experiment
     from papertrack.training.taxonomies import taxonomy_slug
 
-    uri, _ = open_store()
+    experiment = open_experiment(store)
     name = f"crosswalk-{'+'.join(map(taxonomy_slug, proposal.sources))}-to-{taxonomy_slug(proposal.target)}"
-    with mlflow.start_run(run_name=name) as run:
-        mlflow.set_tags({"papertrack.kind": "crosswalk", "papertrack.version": __version__})
-        mlflow.log_params(
+    run = RunLog.start(
+        store, experiment.experiment_id, name, {"papertrack.kind": "crosswalk", "papertrack.version": __version__}
+    )
+    failed = True
+    try:
+        run.params(
             {
                 "from": " + ".join(proposal.sources),
                 "to": proposal.target,
@@ -233,21 +237,24 @@ def log_run(proposal, text: str) -> tuple[str, str]:
                 **proposal.thresholds,
             }
         )
-        mlflow.log_metrics(
+        run.metrics(
             {
                 **proposal.summary(),
                 "old_papers": int(proposal.old_papers.sum()),
                 "new_papers": int(proposal.new_papers.sum()),
             }
         )
-        mlflow.log_text(text, "crosswalk.yaml")
-        mlflow.log_text(matrix_csv(proposal), "crosswalk_matrix.csv")
+        run.text(text, "crosswalk.yaml")
+        run.text(matrix_csv(proposal), "crosswalk_matrix.csv")
         figure = heatmap(proposal)
-        mlflow.log_figure(figure, "crosswalk_heatmap.png")
+        run.figure(figure, "crosswalk_heatmap.png")
         import matplotlib.pyplot as plt
 
         plt.close(figure)
-    return run.info.run_id, uri
+        failed = False
+    finally:
+        run.end(failed=failed)
+    return run.run_id, store.tracking_uri
 
 
 def matrix_csv(proposal) -> str:

@@ -1,12 +1,11 @@
-"""The leaderboard of candidate runs, read back from MLflow with ``mlflow.search_runs``."""
+"""The leaderboard of candidate runs, read back from the store it is given (its ``MlflowClient``)."""
 
 from __future__ import annotations
 
-import mlflow
 import pandas as pd
 
 from papertrack.registry import LEGACY_METRIC_NAMES, rank_key
-from papertrack.settings import EXPERIMENT_NAME
+from papertrack.store import Store
 
 COLUMNS = (
     "temporal_label_top3",
@@ -31,42 +30,66 @@ COLUMNS = (
 LEGACY = {new: old for old, new in LEGACY_METRIC_NAMES.items()}
 
 
-def runs_view() -> tuple[str | None, str | None]:
-    """(the papertrack experiment's id, the key of its stored runs view) in the configured store; None for what
+def runs_view(store: Store) -> tuple[str | None, str | None]:
+    """(the papertrack experiment's id, the key of its stored runs view) in ``store``; None for what
     is not there (no ``train`` yet; trained by a version that stored no view)."""
     from papertrack.training.sweep_logging import RUNS_VIEW_KEY, SHARED_VIEW_TAG
 
-    experiment = mlflow.get_experiment_by_name(EXPERIMENT_NAME)
+    experiment = store.experiment()
     if experiment is None:
         return None, None
     return experiment.experiment_id, RUNS_VIEW_KEY if SHARED_VIEW_TAG + RUNS_VIEW_KEY in experiment.tags else None
 
 
-def leaderboard(latest_sweep_only: bool = True, limit: int = 50, sweep: str | None = None) -> pd.DataFrame:
-    """Candidate runs, best first (:func:`papertrack.registry.rank_key`: temporal-holdout label top-3 when
+def search_runs(store: Store, experiment_id: str, filter_string: str, max_results: int) -> pd.DataFrame:
+    """The runs of ``experiment_id`` matching ``filter_string``, newest first, as ``mlflow.search_runs`` frames them
+    (``run_id``, ``start_time``, ``metrics.*``, ``params.*``, ``tags.*``), read through ``store``'s client."""
+    client = store.client()
+    rows: list[dict] = []
+    token = None
+    while len(rows) < max_results:
+        page = client.search_runs(
+            [experiment_id],
+            filter_string,
+            order_by=["attributes.start_time DESC"],
+            max_results=min(max_results - len(rows), 1000),
+            page_token=token,
+        )
+        for run in page:
+            row: dict = {
+                "run_id": run.info.run_id,
+                "start_time": pd.to_datetime(run.info.start_time, unit="ms", utc=True),
+            }
+            row.update({f"metrics.{k}": v for k, v in run.data.metrics.items()})
+            row.update({f"params.{k}": v for k, v in run.data.params.items()})
+            row.update({f"tags.{k}": v for k, v in run.data.tags.items()})
+            rows.append(row)
+        token = page.token
+        if not token:
+            break
+    return pd.DataFrame(rows)
+
+
+def leaderboard(
+    store: Store, latest_sweep_only: bool = True, limit: int = 50, sweep: str | None = None
+) -> pd.DataFrame:
+    """Candidate runs of ``store``, best first (:func:`papertrack.registry.rank_key`: temporal-holdout label top-3 when
     the runs have it, else the shift holdout's, else the cross-validated one; then the tie-breaker).
 
     The latest sweep's candidates, every sweep's (``latest_sweep_only=False``) or those of the sweep whose parent
     run id is ``sweep``."""
-    experiment = mlflow.get_experiment_by_name(EXPERIMENT_NAME)
+    experiment = store.experiment()
     if experiment is None:
         return pd.DataFrame()
     filter_string = "tags.`papertrack.kind` = 'candidate'"
     if sweep is not None:
         filter_string += f" and tags.`mlflow.parentRunId` = '{sweep}'"
     elif latest_sweep_only:
-        sweeps = mlflow.search_runs(
-            [experiment.experiment_id],
-            "tags.`papertrack.kind` = 'sweep'",
-            order_by=["attributes.start_time DESC"],
-            max_results=1,
-        )
+        sweeps = search_runs(store, experiment.experiment_id, "tags.`papertrack.kind` = 'sweep'", max_results=1)
         if sweeps.empty:
             return pd.DataFrame()
         filter_string += f" and tags.`mlflow.parentRunId` = '{sweeps.iloc[0]['run_id']}'"
-    runs = mlflow.search_runs(
-        [experiment.experiment_id], filter_string, order_by=["attributes.start_time DESC"], max_results=max(limit, 1000)
-    )
+    runs = search_runs(store, experiment.experiment_id, filter_string, max_results=max(limit, 1000))
     if runs.empty:
         return runs
     table = pd.DataFrame(

@@ -21,8 +21,8 @@ from papertrack.models.candidates import Candidate
 from papertrack.models.card import ModelCard
 from papertrack.models.drift import build_profile
 from papertrack.registry import ranking_metrics
-from papertrack.training import artifact_extras, preflight, promotion, taxonomies
-from papertrack.training.champion import ChampionChoice, Contender, choose_champion
+from papertrack.training import artifact_extras, preflight, taxonomies
+from papertrack.training.champion import ChampionChoice, Contender, choose_champion, promotion
 from papertrack.training.config import SweepConfig
 from papertrack.training.cv import check_trainable, fold_indices, known_names_split
 from papertrack.training.data import Direction, TrainingSet, one_year_only, source_of, temporal_direction
@@ -332,7 +332,7 @@ def rescore_champion(
     found = next((r for r in results if r.candidate.name == name), None)
     if found is None:
         try:
-            plan = plan_candidates([name]) if name else None
+            plan = plan_candidates([name], extra=config.extra_candidates) if name else None
         except UsageError:
             return None
         if plan is None:

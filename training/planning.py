@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from papertrack.errors import UsageError
 from papertrack.models.candidates import Candidate
-from papertrack.models.catalogue import CANDIDATES, select
+from papertrack.models.catalogue import known, select
 from papertrack.training.data import Direction, TrainingSet, shift_directions, temporal_direction
 from papertrack.training.evaluation import CandidateResult
 
@@ -44,18 +44,21 @@ class Holdouts:
     notes: list[Note] = field(default_factory=list)
 
 
-def plan_candidates(names: Sequence[str] | None, budget_ms: float | None = None) -> CandidatePlan:
+def plan_candidates(
+    names: Sequence[str] | None, budget_ms: float | None = None, extra: Sequence[Candidate] = ()
+) -> CandidatePlan:
     """The candidates to run, in order, the ones left out because the embeddings extra is missing, and the
     ones left out by the cost budget. Members of a selected ensemble are added before it (they are
     cross-validated and logged like any candidate). The default sweep leaves out — with a note saying how to
     include them — candidates whose measured cost (``Candidate.expected_ms``) is over ``budget_ms``, and those
     needing the embeddings extra when it is not installed; naming one explicitly runs it (an error when the
-    extra is missing)."""
+    extra is missing). ``extra``: candidates besides the catalogue's (tests, experiments)."""
     from papertrack.features.embeddings import unavailable_reason
     from papertrack.models.embedding_candidates import needs_embeddings
 
     names = list(names) if names else None
-    chosen = select(names)
+    chosen = select(names, extra)
+    candidates = known(extra)
     notes: list[Note] = []
     over_budget: list[str] = []
     if budget_ms is not None and not names:
@@ -91,9 +94,9 @@ def plan_candidates(names: Sequence[str] | None, budget_ms: float | None = None)
         if candidate.is_ensemble:
             added = [m for m in candidate.members if m not in planned and m not in {c.name for c in chosen}]
             for member in candidate.members:
-                if member not in CANDIDATES:
+                if member not in candidates:
                     raise UsageError(f"ensemble {candidate.name!r}: member {member!r} is not a registered candidate")
-                planned.setdefault(member, CANDIDATES[member])
+                planned.setdefault(member, candidates[member])
             if added:
                 notes.append(Note(f"ensemble {candidate.name} adds its member(s): {', '.join(added)}"))
         planned[candidate.name] = candidate

@@ -9,19 +9,21 @@ report say them (:mod:`papertrack.training.report`, on the console it is given).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rich.console import Console
 
 from papertrack import registry
 from papertrack.registry import rank_key
+from papertrack.store import Store
 from papertrack.training import artifact_extras, pipeline
 from papertrack.training.champion import ChampionChoice
 from papertrack.training.config import DEFAULT_BUDGET_MS, SweepConfig
 from papertrack.training.evaluation import CandidateResult, Listener
 from papertrack.training.planning import plan_candidates, plan_holdouts, within_budget
 from papertrack.training.report import SweepReport
-from papertrack.training.sweep_logging import SweepLogger, open_store
+from papertrack.training.sweep_logging import SweepLogger
 
 __all__ = ["DEFAULT_BUDGET_MS", "SweepConfig", "SweepResult", "run_sweep"]
 
@@ -76,13 +78,16 @@ class _Both(Listener):
             listener.candidate_done(result)
 
 
-def run_sweep(config: SweepConfig, console: Console | None = None) -> SweepResult:
-    """Run the sweep ``config`` describes; with ``console``, say what happens on it (else in the log)."""
+def run_sweep(config: SweepConfig, store: Store | Callable[[], Store], console: Console | None = None) -> SweepResult:
+    """Run the sweep ``config`` describes, logged and registered in ``store`` (:func:`papertrack.store.open`, with
+    ``create``); with ``console``, say what happens on it (else in the log). ``store`` may be the function that opens
+    it (``papertrack train`` passes ``store.open``): it is called once the data has been read and checked, so a
+    train that fails on its data creates no store."""
     started = time.perf_counter()
     _ = config.paths  # the default data's files exist (else one UsageError), before anything is said
     report = SweepReport(console)
     budget = config.budget  # candidates named with -c run and may win whatever they cost
-    plan = plan_candidates(config.candidate_names, budget)
+    plan = plan_candidates(config.candidate_names, budget, config.extra_candidates)
     report.notes(plan.notes)
     records, summary = pipeline.read(config)
     report.summary(summary.lines())
@@ -91,9 +96,11 @@ def run_sweep(config: SweepConfig, console: Console | None = None) -> SweepResul
     data = prepared.data
     holdouts = plan_holdouts(data, config.folds, config.shift_holdout)
     report.notes(holdouts.notes)
-    uri, experiment = open_store()
+    opened = store if isinstance(store, Store) else store()
+    logger = SweepLogger(opened, config, prepared, plan, holdouts)
+    uri, experiment = opened.tracking_uri, logger.experiment
     report.store(uri, experiment.name)
-    with SweepLogger(config, prepared, plan, holdouts) as logger:
+    with logger:
         baseline = pipeline.majority_baseline(data, holdouts.directions, holdouts.temporal)
         logger.baseline(baseline)
         embedded = pipeline.warm_embeddings(plan.candidates, data, config.seed, console)

@@ -1,7 +1,11 @@
 """The sweep's MLflow layer: one parent run per ``train`` call (parameters, the dataset, the label distribution,
 the majority baseline, the champion's choice and a description with the leaderboard), one nested run per
 candidate (:class:`CandidateLogger`), the winner's prediction artifact logged in its own run, and the
-registration behind the promotion gate. Everything it logs comes from :mod:`papertrack.training.pipeline`."""
+registration behind the promotion gate. Everything it logs comes from :mod:`papertrack.training.pipeline`.
+
+It writes to the :class:`~papertrack.store.Store` it is given, through that store's ``MlflowClient`` (runs are
+created, logged to and ended by id; MLflow's process-wide URIs and active run are not used), except for the one
+call MLflow offers only on its globals, ``mlflow.pyfunc.log_model``, made inside :func:`papertrack.store.using`."""
 
 from __future__ import annotations
 
@@ -15,11 +19,13 @@ from typing import TYPE_CHECKING
 import mlflow
 import pandas as pd
 
-from papertrack import __version__, registry, store
+from papertrack import __version__, registry
 from papertrack.models.artifact import PaperTrackModel, signature
 from papertrack.models.candidates import Candidate
 from papertrack.settings import EXPERIMENT_NAME
-from papertrack.training import artifact_extras, promotion, tracking
+from papertrack.store import Store, using
+from papertrack.training import artifact_extras, tracking
+from papertrack.training.champion import promotion
 from papertrack.training.config import SweepConfig
 from papertrack.training.data import TrainingSet, labels_by_year
 from papertrack.training.evaluation import CandidateResult, Listener
@@ -49,12 +55,62 @@ RUNS_VIEW_METRICS = (
 )
 
 
-def open_store():
-    """Point MLflow at papertrack's store and experiment: (tracking URI, the MLflow experiment)."""
-    uri = store.configure()
-    experiment = mlflow.get_experiment_by_name(EXPERIMENT_NAME)
-    mlflow.set_experiment_tag(*EXPERIMENT_KIND)
-    return uri, experiment
+def open_experiment(store: Store):
+    """papertrack's experiment in ``store`` (created by :func:`papertrack.store.open`), marked as model
+    development."""
+    experiment = store.experiment()
+    if experiment is None:
+        raise RuntimeError(f"the store {store.tracking_uri} has no {EXPERIMENT_NAME!r} experiment: open it with create")
+    store.client().set_experiment_tag(experiment.experiment_id, *EXPERIMENT_KIND)
+    return experiment
+
+
+class RunLog:
+    """One MLflow run of ``store``, written by id through its client (what ``mlflow.log_*`` do on the active run)."""
+
+    def __init__(self, store: Store, run_id: str):
+        self.store, self.client, self.run_id = store, store.client(), run_id
+
+    @classmethod
+    def start(cls, store: Store, experiment_id: str, name: str, tags: dict, parent: str | None = None) -> RunLog:
+        """A new run, tagged as MLflow's fluent ``start_run`` tags one (user, source, ``mlflow.parentRunId``)."""
+        from mlflow.tracking.context.registry import resolve_tags
+        from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
+
+        all_tags = resolve_tags({**tags, **({MLFLOW_PARENT_RUN_ID: parent} if parent else {})})
+        run = store.client().create_run(experiment_id, tags=all_tags, run_name=name)
+        return cls(store, run.info.run_id)
+
+    def end(self, failed: bool = False) -> None:
+        self.client.set_terminated(self.run_id, "FAILED" if failed else "FINISHED")
+
+    def tags(self, tags: dict) -> None:
+        from mlflow.entities import RunTag
+
+        self.client.log_batch(self.run_id, tags=[RunTag(str(k), str(v)) for k, v in tags.items()])
+
+    def params(self, params: dict) -> None:
+        from mlflow.entities import Param
+
+        self.client.log_batch(self.run_id, params=[Param(str(k), str(v)) for k, v in params.items()])
+
+    def metrics(self, metrics: dict) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        self.client.log_batch(self.run_id, metrics=[Metric(str(k), float(v), now, 0) for k, v in metrics.items()])
+
+    def text(self, text: str, path: str) -> None:
+        self.client.log_text(self.run_id, text, path)
+
+    def dict(self, value: dict, path: str) -> None:
+        self.client.log_dict(self.run_id, value, path)
+
+    def figure(self, figure, path: str) -> None:
+        self.client.log_figure(self.run_id, figure, path)
+
+    def dataset(self, dataset, context: str = "training") -> None:
+        tracking.log_dataset_input(self.client, self.run_id, dataset, context)
 
 
 def pip_requirements(candidate: Candidate) -> list[str]:
@@ -126,7 +182,9 @@ def dataset_name(sources: Sequence[str]) -> str:
 class SweepLogger(Listener):
     """The parent run of a sweep and, as the evaluation's listener, one nested run per finished candidate."""
 
-    def __init__(self, config: SweepConfig, prepared: Prepared, plan: CandidatePlan, holdouts: Holdouts):
+    def __init__(self, store: Store, config: SweepConfig, prepared: Prepared, plan: CandidatePlan, holdouts: Holdouts):
+        self.store = store
+        self.experiment = open_experiment(store)
         data, temporal, directions = prepared.data, holdouts.temporal, holdouts.directions
         paths = config.paths
         self.data, self.plan = data, plan
@@ -157,62 +215,73 @@ class SweepLogger(Listener):
             "budget_ms": "none (candidates named)" if budget is None else budget,
         }
         self.counts = prepared.counts
-        self.run = None
+        self.run: RunLog | None = None
 
     def __enter__(self) -> SweepLogger:
-        self.run = mlflow.start_run(run_name=f"sweep-{time.strftime('%Y%m%d-%H%M%S')}")
-        mlflow.set_tags({"papertrack.kind": "sweep", "papertrack.version": __version__})
-        mlflow.log_params(
-            bounded_params({**self.common, "candidates": ", ".join(c.name for c in self.plan.candidates)})
+        self.run = run = RunLog.start(
+            self.store,
+            self.experiment.experiment_id,
+            f"sweep-{time.strftime('%Y%m%d-%H%M%S')}",
+            {"papertrack.kind": "sweep", "papertrack.version": __version__},
         )
-        tracking.log_dataset_input(self.dataset)
-        mlflow.log_metrics({metric_name("records.", name): n for name, n in self.counts.items()})
-        mlflow.log_text(self.data.label_distribution().to_csv(index=False), "data/label_distribution_by_source.csv")
-        mlflow.log_text(labels_by_year(self.data).to_csv(index=False), "data/labels_by_year.csv")
+        run.params(bounded_params({**self.common, "candidates": ", ".join(c.name for c in self.plan.candidates)}))
+        run.dataset(self.dataset)
+        run.metrics({metric_name("records.", name): n for name, n in self.counts.items()})
+        run.text(self.data.label_distribution().to_csv(index=False), "data/label_distribution_by_source.csv")
+        run.text(labels_by_year(self.data).to_csv(index=False), "data/labels_by_year.csv")
         if self.plan.skipped:
-            mlflow.set_tags(bounded_tags({"skipped_candidates": ", ".join(self.plan.skipped)}))
+            run.tags(bounded_tags({"skipped_candidates": ", ".join(self.plan.skipped)}))
         if self.plan.over_budget:
-            mlflow.set_tags(bounded_tags({"over_budget_candidates": ", ".join(self.plan.over_budget)}))
+            run.tags(bounded_tags({"over_budget_candidates": ", ".join(self.plan.over_budget)}))
         return self
 
     def __exit__(self, *exc) -> None:
-        mlflow.end_run("FAILED" if exc[0] is not None else "FINISHED")
+        self._run.end(failed=exc[0] is not None)
+
+    @property
+    def _run(self) -> RunLog:
+        if self.run is None:
+            raise RuntimeError("the sweep's run is not started: use SweepLogger in a with block")
+        return self.run
 
     @property
     def run_id(self) -> str:
-        return self.run.info.run_id
+        return self._run.run_id
 
     def baseline(self, baseline: dict[str, float]) -> None:
-        mlflow.log_metrics({f"baseline_{k}": v for k, v in baseline.items()})
+        self._run.metrics({f"baseline_{k}": v for k, v in baseline.items()})
 
     def embeddings(self, embedded: Sequence[Embedded]) -> None:
         seconds = sum(e.seconds for e in embedded)
         if seconds:
-            mlflow.log_metrics({"embedding_seconds": seconds, "embedded_texts": sum(e.encoded for e in embedded)})
+            self._run.metrics({"embedding_seconds": seconds, "embedded_texts": sum(e.encoded for e in embedded)})
 
     def candidate_done(self, result: CandidateResult) -> None:
-        result.run_id = log_candidate(result, self.data, self.dataset, self.common)
+        result.run_id = log_candidate(
+            self.store, self.experiment.experiment_id, self.run_id, result, self.data, self.dataset, self.common
+        )
 
     def choice(self, result: SweepResult) -> None:
         winner, choice = result.winner, result.choice
-        mlflow.set_tags(
-            bounded_tags({"winner": winner.candidate.name, "winner_run_id": winner.run_id, **choice.tags()})
+        run = self._run
+        run.tags(bounded_tags({"winner": winner.candidate.name, "winner_run_id": winner.run_id, **choice.tags()}))
+        run.metrics({f"best_{k}": v for k, v in winner.metrics.items()})
+        run.tags(bounded_tags({"mlflow.note.content": describe(result)}))
+        run.client.set_experiment_tag(
+            self.experiment.experiment_id, SHARED_VIEW_TAG + RUNS_VIEW_KEY, json.dumps(runs_view(result))
         )
-        mlflow.log_metrics({f"best_{k}": v for k, v in winner.metrics.items()})
-        mlflow.set_tags(bounded_tags({"mlflow.note.content": describe(result)}))
-        mlflow.set_experiment_tag(SHARED_VIEW_TAG + RUNS_VIEW_KEY, json.dumps(runs_view(result)))
 
     def model(self, winner: CandidateResult, refit: Refit, data: TrainingSet) -> str:
-        return log_model(winner, refit, data)
+        return log_model(self.store, winner, refit, data)
 
     def register(self, result: SweepResult, refit: Refit, rescore=None, force: bool = False) -> registry.Decision:
-        """Register the refit winner; it becomes champion only past the promotion gate (training.promotion):
+        """Register the refit winner; it becomes champion only past the promotion rule (training.champion.promotion):
         ``rescore(champion)`` gives the champion's recipe re-scored on this sweep's holdouts when the data
         changed (a Contender, or None)."""
         winner, choice = result.winner, result.choice
         mine = contender(winner, result.results)
-        promotion.log_hits(winner.run_id, mine, choice.metric, result.data_digest)
-        same_data = promotion.cost_challenge(mine, choice.metric, result.data_digest)
+        promotion.log_hits(self.store, winner.run_id, mine, choice.metric, result.data_digest)
+        same_data = promotion.cost_challenge(self.store, mine, choice.metric, result.data_digest)
         heads = {
             one.predictor.taxonomy: (one.confidence, one.predictor.space.n_labels)
             for one in [refit, *refit.heads.values()]
@@ -231,63 +300,65 @@ class SweepLogger(Listener):
             )
 
         decision = registry.register(
+            self.store,
             result.model_uri,
             winner.run_id,
             winner.metrics,
             result.data_digest,
             winner.candidate.name,
+            promotion.promotion_rule(
+                winner.metrics, result.data_digest, challenge, refuse, caveats=promotion.sanity_caveats(heads)
+            ),
             decision_tags=choice.tags(),
-            challenge=challenge,
-            refuse=refuse,
-            caveats=promotion.sanity_caveats(heads),
             info={
                 "n_labels": str(sum(n for _, n in heads.values())),
                 "taxonomies": ", ".join(name for name in heads if name)[:250],
             },
         )
         result.decision = decision
-        mlflow.set_tag("registered_version", decision.version)
-        mlflow.set_tags(bounded_tags({"mlflow.note.content": describe(result)}))
+        self._run.tags({"registered_version": decision.version})
+        self._run.tags(bounded_tags({"mlflow.note.content": describe(result)}))
         return decision
 
 
-def log_model(winner: CandidateResult, refit: Refit, data: TrainingSet) -> str:
-    """Log the refit winner, in the winner's own run, as the pyfunc prediction artifact; its model URI."""
+def log_model(store: Store, winner: CandidateResult, refit: Refit, data: TrainingSet) -> str:
+    """Log the refit winner, in the winner's own run of ``store``, as the pyfunc prediction artifact; its model
+    URI. ``mlflow.pyfunc.log_model`` logs to MLflow's active run on MLflow's process-wide store only: the one call
+    made inside :func:`papertrack.store.using`."""
     example = pd.DataFrame(
         {"abstract": [r.abstract for r in data.records[:2]], "title": [r.title or "" for r in data.records[:2]]}
     )
-    with tempfile.TemporaryDirectory() as tmp, mlflow.start_run(run_id=winner.run_id, nested=True):
-        artifact_extras.log_calibration(refit.confidence, winner.selection_proba, winner.selection_y)
-        for name, head in refit.heads.items():  # each other taxonomy's calibration, metric names suffixed
-            artifact_extras.log_calibration(head.confidence, head.held_out[0], head.held_out[1], taxonomy_slug(name))
+    run = RunLog(store, winner.run_id)
+    artifact_extras.log_calibration(run, refit.confidence, winner.selection_proba, winner.selection_y)
+    for name, head in refit.heads.items():  # each other taxonomy's calibration, metric names suffixed
+        artifact_extras.log_calibration(run, head.confidence, head.held_out[0], head.held_out[1], taxonomy_slug(name))
+    with tempfile.TemporaryDirectory() as tmp:
         artifacts = refit.predictor.save_artifacts(Path(tmp))  # the pickled predictor and its manifest
-        logged = mlflow.pyfunc.log_model(
-            name="model",
-            python_model=PaperTrackModel(),
-            artifacts=artifacts,
-            signature=signature(),
-            input_example=example,
-            pip_requirements=pip_requirements(winner.candidate),
-        )
-        mlflow.set_tag("refit", "all data")
+        with using(store), mlflow.start_run(run_id=winner.run_id):
+            logged = mlflow.pyfunc.log_model(
+                name="model",
+                python_model=PaperTrackModel(),
+                artifacts=artifacts,
+                signature=signature(),
+                input_example=example,
+                pip_requirements=pip_requirements(winner.candidate),
+            )
+    run.tags({"refit": "all data"})
     return logged.model_uri
 
 
-def log_candidate(result: CandidateResult, data: TrainingSet, dataset, common: dict) -> str:
-    """One nested run: the candidate's tags, parameters, the dataset, its metrics and evaluation artifacts."""
+def log_candidate(
+    store: Store, experiment_id: str, parent_run_id: str, result: CandidateResult, data: TrainingSet, dataset, common
+) -> str:
+    """One run nested in the sweep's: the candidate's tags, parameters, the dataset, its metrics and evaluation
+    artifacts; its run id."""
     candidate = result.candidate
-    with mlflow.start_run(run_name=candidate.name, nested=True) as run:
-        mlflow.set_tags(
-            bounded_tags(
-                {
-                    "papertrack.kind": "candidate",
-                    "family": candidate.family,
-                    "candidate": candidate.name,
-                    "features": candidate.features,
-                }
-            )
-        )
-        mlflow.log_params(
+    tags = {"papertrack.kind": "candidate", "family": candidate.family, "candidate": candidate.name}
+    run = RunLog.start(
+        store, experiment_id, candidate.name, bounded_tags({**tags, "features": candidate.features}), parent_run_id
+    )
+    try:
+        run.params(
             bounded_params(
                 {
                     **common,
@@ -298,10 +369,14 @@ def log_candidate(result: CandidateResult, data: TrainingSet, dataset, common: d
                 }
             )
         )
-        tracking.log_dataset_input(dataset)
-        mlflow.log_metrics(result.metrics)
-        tracking.log_evaluation_artifacts(result.cv.oof_proba, data.y, data.space, candidate.name)
-    return run.info.run_id
+        run.dataset(dataset)
+        run.metrics(result.metrics)
+        tracking.log_evaluation_artifacts(run, result.cv.oof_proba, data.y, data.space, candidate.name)
+    except BaseException:
+        run.end(failed=True)
+        raise
+    run.end()
+    return run.run_id
 
 
 def runs_view(result: SweepResult) -> dict:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import time
 
-import mlflow
 import numpy as np
 import pandas as pd
 from sklearn.metrics import precision_recall_fscore_support
@@ -18,19 +17,32 @@ from papertrack.training import plots
 DATASET_RACE_RETRIES = 3
 
 
-def log_dataset_input(dataset, context: str = "training") -> None:
-    """``mlflow.log_input``, safe when another ``train`` logs the same dataset at the same moment.
+def log_dataset_input(client, run_id: str, dataset, context: str = "training") -> None:
+    """Link ``dataset`` (an ``mlflow.data`` dataset) to the run (what ``mlflow.log_input`` does, through
+    ``client``), safe when another ``train`` logs the same dataset at the same moment.
 
     MLflow's store looks the dataset up by (experiment, name, digest) and inserts it when missing; two runs
     doing that at once against one tracking server both insert, and the loser's request fails on the unique
     key ("duplicate key value violates unique constraint dataset_pk" on PostgreSQL). Asking again finds the
     winner's row and only links this run to it.
     """
+    from mlflow.entities import Dataset, DatasetInput, InputTag
     from mlflow.exceptions import MlflowException
+    from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
+    described = dataset.to_dict()
+    entity = Dataset(
+        name=described["name"],
+        digest=described["digest"],
+        source_type=described["source_type"],
+        source=described["source"],
+        schema=described.get("schema"),
+        profile=described.get("profile"),
+    )
+    inputs = [DatasetInput(dataset=entity, tags=[InputTag(key=MLFLOW_DATASET_CONTEXT, value=context)])]
     for attempt in range(DATASET_RACE_RETRIES):
         try:
-            mlflow.log_input(dataset, context=context)
+            client.log_inputs(run_id, datasets=inputs)
             return
         except MlflowException as exc:
             text = str(exc)
@@ -61,12 +73,13 @@ def per_class_report(proba: np.ndarray, y: np.ndarray, space: LabelSpace) -> pd.
     )
 
 
-def log_evaluation_artifacts(proba: np.ndarray, y: np.ndarray, space: LabelSpace, name: str) -> None:
-    """Per-class report CSV, confusion matrices (area, label), per-class F1 bars, reliability plot."""
+def log_evaluation_artifacts(run, proba: np.ndarray, y: np.ndarray, space: LabelSpace, name: str) -> None:
+    """Per-class report CSV, confusion matrices (area, label), per-class F1 bars, reliability plot, logged to
+    ``run`` (a :class:`papertrack.training.sweep_logging.RunLog`)."""
     report = per_class_report(proba, y, space)
     buffer = io.StringIO()
     report.to_csv(buffer, index=False)
-    mlflow.log_text(buffer.getvalue(), "report/per_class.csv")
+    run.text(buffer.getvalue(), "report/per_class.csv")
     area_proba = space.area_proba(proba)
     figures = {
         "plots/confusion_area.png": plots.confusion_figure(
@@ -81,5 +94,5 @@ def log_evaluation_artifacts(proba: np.ndarray, y: np.ndarray, space: LabelSpace
         "plots/reliability.png": plots.reliability_figure(proba, y, f"{name}: reliability of top-1"),
     }
     for path, fig in figures.items():
-        mlflow.log_figure(fig, path)
+        run.figure(fig, path)
         plots.close(fig)

@@ -141,6 +141,7 @@ def label(
                 dumps,
                 output,
                 model,
+                _store,
                 top_k=top_k or 3,
                 taxonomy=taxonomy,
                 fmt=fmt,
@@ -202,7 +203,7 @@ def _run_labeler(dumps, output, model, url, *, top_k, taxonomy, fmt, errors, res
     from papertrack.serving.batch.labeler.label_errors import WorkerDied
     from papertrack.serving.batch.labeler.run import default_workers
 
-    backend = HttpBackend(url, taxonomy=taxonomy) if url else LocalBackend(model, taxonomy)
+    backend = HttpBackend(url, taxonomy=taxonomy) if url else LocalBackend(model, taxonomy, store=_store)
     status(f"Labeling with {backend.description}")
     if top_k is None:
         top_k = resolve_top_k(None, backend.n_labels)
@@ -319,3 +320,15 @@ def add_commands(app: typer.Typer) -> None:
     from papertrack.features.ingest.columns import reading_columns
 
     app.command("label")(reading_columns(label))
+
+
+def _store():
+    """papertrack's store, for the model of a local or Spark run (never created): decided here, by the command."""
+    from papertrack import store
+    from papertrack.errors import NoModelError
+    from papertrack.serving.batch.labeler import ModelMissing
+
+    try:
+        return store.open(create=False)
+    except NoModelError as exc:  # no store: the labeler's own error, as when the model is missing
+        raise ModelMissing(str(exc)) from None

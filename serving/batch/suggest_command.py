@@ -16,10 +16,12 @@ from papertrack.serving.command_output import note, say
 
 
 def load_model(model_uri: str):
-    """The TrackPredictor behind ``model_uri``; NoModelError saying how to get one."""
+    """The TrackPredictor behind ``model_uri`` in papertrack's store (decided here, by the command); NoModelError
+    saying how to get one."""
+    from papertrack import store
     from papertrack.serving.model_loader import load_model as load
 
-    return load(model_uri).predictor
+    return load(model_uri, store.open(create=False)).predictor
 
 
 @exits_on_sigterm  # the copy of standard input (-) is removed on SIGTERM too

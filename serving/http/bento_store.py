@@ -17,6 +17,7 @@ from pathlib import Path
 from papertrack import model_lookup, registry, settings
 from papertrack.errors import NoModelError
 from papertrack.serving.model_loader import TRAIN_HINT
+from papertrack.store import Store, using
 
 BENTO_MODEL_NAME = "papertrack"
 DEFAULT_MODEL_TAG = f"{BENTO_MODEL_NAME}:latest"
@@ -30,11 +31,13 @@ def model_tag() -> str:
     return settings.current().bento_model or DEFAULT_MODEL_TAG
 
 
-def service_env(tag: str, workers: int = 1, access_log: bool = False) -> dict[str, str]:
-    """The environment for ``bentoml serve``/``bentoml build`` of the service with the model ``tag``."""
+def service_env(tag: str, workers: int = 1, access_log: bool = False, store: Store | None = None) -> dict[str, str]:
+    """The environment for ``bentoml serve``/``bentoml build`` of the service with the model ``tag`` (and the
+    MLflow ``store`` it came from: its PAPERTRACK_HOME, passed explicitly, e.g. the recorded store)."""
     settings.quiet_third_parties()
     env = {
         **os.environ,
+        **(store.environment() if store is not None else {}),
         settings.BENTO_MODEL_ENV: tag,
         settings.WORKERS_ENV: str(workers),
         settings.ACCESS_LOG_ENV: str(access_log).lower(),
@@ -62,16 +65,18 @@ class Champion:
         return f"{BENTO_MODEL_NAME}:v{self.version}-{self.run_id[:12]}".lower()
 
 
-def find_champion(alias: str = settings.CHAMPION, name: str = settings.MODEL_NAME) -> Champion:
-    """The registered version behind ``alias``; ``NoModelError`` (with what to do) when there is none."""
-    version = model_lookup.registered_version(alias, name)  # the one message when there is none; creates no store
+def find_champion(store: Store, alias: str = settings.CHAMPION, name: str = settings.MODEL_NAME) -> Champion:
+    """The registered version of ``store`` behind ``alias``; ``NoModelError`` (with what to do) when there is
+    none."""
+    version = model_lookup.registered_version(store, alias, name)  # the one message when there is none
     tags = dict(version.tags or {})
     run_id = tags.get("run_id") or version.run_id or ""
     return Champion(name, str(version.version), run_id, alias, tags)
 
 
-def import_champion(alias: str = settings.CHAMPION, name: str = settings.MODEL_NAME):
-    """Import ``models:/<name>@<alias>`` into the BentoML store (once per version) and return the bentoml.Model.
+def import_champion(store: Store, alias: str = settings.CHAMPION, name: str = settings.MODEL_NAME):
+    """Import ``models:/<name>@<alias>`` of ``store`` (the MLflow store) into the BentoML store (once per version)
+    and return the bentoml.Model.
 
     The copy is checked against the artifact's manifest (format, sha256): a damaged stored copy is replaced by a
     fresh import from the registry; a model of another format, or a damaged one in the registry, is an
@@ -81,7 +86,7 @@ def import_champion(alias: str = settings.CHAMPION, name: str = settings.MODEL_N
 
     from papertrack.models.manifest import DamagedArtifact
 
-    champion = find_champion(alias, name)
+    champion = find_champion(store, alias, name)
     try:
         model = bentoml.models.get(champion.bento_tag)
     except NotFound:
@@ -94,6 +99,24 @@ def import_champion(alias: str = settings.CHAMPION, name: str = settings.MODEL_N
             logger.warning("%s; importing it again from %s", exc, champion.model_uri)
             bentoml.models.delete(champion.bento_tag)
     metrics = registry.version_metrics(champion)
+    with using(store):  # bentoml.mlflow.import_model reads MLflow's process-wide registry URI only
+        _import(champion, name, alias, metrics)
+    model = bentoml.models.get(champion.bento_tag)  # the copy in the store (import_model's is its staging copy)
+    try:
+        check_stored(model, champion.model_uri)
+    except DamagedArtifact:  # the registry's own copy is damaged: keep no copy of it, name the registry's file
+        bentoml.models.delete(champion.bento_tag)
+        from papertrack.models.artifact import load_predictor
+
+        with using(store):
+            load_predictor(champion.model_uri)  # the same check on the registry's copy; its error names the file
+        raise
+    return model
+
+
+def _import(champion: Champion, name: str, alias: str, metrics: dict[str, float]) -> None:
+    import bentoml
+
     bentoml.mlflow.import_model(
         champion.bento_tag,
         champion.model_uri,
@@ -109,16 +132,6 @@ def import_champion(alias: str = settings.CHAMPION, name: str = settings.MODEL_N
             "metrics": metrics,
         },
     )
-    model = bentoml.models.get(champion.bento_tag)  # the copy in the store (import_model's is its staging copy)
-    try:
-        check_stored(model, champion.model_uri)
-    except DamagedArtifact:  # the registry's own copy is damaged: keep no copy of it, name the registry's file
-        bentoml.models.delete(champion.bento_tag)
-        from papertrack.models.artifact import load_predictor
-
-        load_predictor(champion.model_uri)  # the same check on the registry's copy; its error names the file there
-        raise
-    return model
 
 
 def check_stored(model, shown: str | None = None) -> None:

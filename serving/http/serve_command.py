@@ -20,9 +20,12 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 def _champion_or_exit(alias: str):
+    """(the champion imported into the BentoML store, the MLflow store it came from)."""
+    from papertrack import store
     from papertrack.serving.http import bento_store
 
-    return bento_store.import_champion(alias)
+    opened = store.open(create=False)
+    return bento_store.import_champion(opened, alias), opened
 
 
 def serve(
@@ -45,8 +48,8 @@ def serve(
 
     if _port_in_use(host, port):  # before anything is printed: BentoML would fail late, with a long traceback
         raise UsageError(f"port {port} on {host} is in use; pass --port with a free one (e.g. --port {port + 1})")
-    model = _champion_or_exit(alias)
-    env = service_env(str(model.tag), workers=workers, access_log=access_log)
+    model, opened = _champion_or_exit(alias)
+    env = service_env(str(model.tag), workers=workers, access_log=access_log, store=opened)
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
     say(
         f"Serving {model.tag} (papertrack v{model.info.metadata.get('version')}, "
@@ -129,8 +132,8 @@ def build(
         raise UsageError(f"--bentofile {bentofile}: no such file")
     if export is not None and export.is_dir():
         raise UsageError(f"--export {export} is a folder; give the archive's file name, e.g. {export}/papertrack.bento")
-    model = _champion_or_exit(alias)
-    env = service_env(str(model.tag))
+    model, opened = _champion_or_exit(alias)
+    env = service_env(str(model.tag), store=opened)
     with tempfile.TemporaryDirectory(prefix="papertrack-build-") as tmp:
         context = Path(tmp)
         wheel = build_wheel(context / "dist")

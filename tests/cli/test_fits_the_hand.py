@@ -219,9 +219,9 @@ def test_api_answers_are_the_pyfunc_and_the_cli_answers(trained, tmp_path):
     assert len(answers) == 5 and all(len(a["tracks"]) == 3 for a in answers)
     assert model.predict(abstracts[0]) == answers[:1]
 
-    # the pyfunc, once papertrack's store is configured (the README's one-liner)
-    papertrack.store.configure()
-    pyfunc = mlflow.pyfunc.load_model("models:/papertrack@champion")
+    # the pyfunc, with MLflow pointed at papertrack's store
+    with papertrack.store.using(papertrack.store.open(create=False)):
+        pyfunc = mlflow.pyfunc.load_model("models:/papertrack@champion")
     out = pyfunc.predict(pd.DataFrame({"abstract": abstracts}), params={"top_k": 3, "output": "json"})
     assert [json.loads(a) for a in out["answer"]] == answers
 

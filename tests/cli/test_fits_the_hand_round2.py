@@ -76,15 +76,18 @@ def test_outside_any_project_a_read_uses_the_store_train_last_wrote_to(no_home, 
     project.mkdir()
     outside.mkdir()
     monkeypatch.chdir(project)
-    store.configure()  # what train does first: creates ./.papertrack and records it
+    store.open()  # what train does first: creates ./.papertrack and records it
     assert store.recorded_store() == project / ".papertrack"
     monkeypatch.chdir(outside)
     with caplog.at_level("WARNING", logger="papertrack.store"):
-        uri = store.configure(create=False)
-    assert uri == f"sqlite:///{project / '.papertrack' / 'mlflow.db'}"
+        opened = store.open(create=False)
+    assert opened.tracking_uri == f"sqlite:///{project / '.papertrack' / 'mlflow.db'}"
     assert f"using {project / '.papertrack'}, the store `papertrack train` last used" in caplog.text
     assert not (outside / ".papertrack").exists()
-    assert "recorded in" in store.where()
+    assert "recorded in" in opened.where()
+    # passed on to the processes it starts (Spark, bentoml serve), not exported
+    assert opened.environment()[settings.HOME_ENV] == str(project / ".papertrack")
+    assert os.environ.get(settings.HOME_ENV) is None
 
 
 # --------------------------------------------------------------------------- 4: one message for a missing model
@@ -98,23 +101,19 @@ def registered_store(tmp_path_factory):
 
     home = tmp_path_factory.mktemp("registered") / ".papertrack"
     empty = tmp_path_factory.mktemp("empty") / ".papertrack"
-    saved = os.environ.get(settings.HOME_ENV)
-    try:
-        os.environ[settings.HOME_ENV] = str(empty)
-        store.configure()
-        os.environ[settings.HOME_ENV] = str(home)
-        store.configure()
-        with mlflow.start_run() as run:
-            mlflow.log_text("not a model", "model/MLmodel")
-        client = store.client()
-        for alias in ("champion", "challenger"):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(settings.HOME_ENV, str(empty))
+        store.open()
+        mp.setenv(settings.HOME_ENV, str(home))
+        mine = store.open()
+    client = mine.client()
+    run = client.create_run(mine.experiment().experiment_id)
+    client.log_text(run.info.run_id, "not a model", "model/MLmodel")
+    client.set_terminated(run.info.run_id)
+    for alias in ("champion", "challenger"):
+        with store.using(mine):
             version = mlflow.register_model(f"runs:/{run.info.run_id}/model", settings.MODEL_NAME)
-            client.set_registered_model_alias(settings.MODEL_NAME, alias, version.version)
-    finally:
-        if saved is None:
-            os.environ.pop(settings.HOME_ENV, None)
-        else:
-            os.environ[settings.HOME_ENV] = saved
+        client.set_registered_model_alias(settings.MODEL_NAME, alias, version.version)
     return {"home": home, "empty": empty}
 
 

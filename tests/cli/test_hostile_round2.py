@@ -323,7 +323,7 @@ RACER = textwrap.dedent("""
     while not go.exists():
         time.sleep(0.001)
     from papertrack import store
-    store.configure()
+    store.open()
     print("ok")
 """)
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
-import mlflow
 import pytest
 from typer.testing import CliRunner
 
@@ -85,18 +83,15 @@ def test_user_sqlite_store_keeps_artifacts_under_papertrack_home(tmp_path, monke
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(settings.HOME_ENV, str(tmp_path / "home"))
     monkeypatch.setenv(settings.TRACKING_URI_ENV, f"sqlite:///{tmp_path / 'mine.db'}")
-    try:
-        assert store.configure() == f"sqlite:///{tmp_path / 'mine.db'}"
-        location = mlflow.get_experiment_by_name(settings.EXPERIMENT_NAME).artifact_location
-        assert location == (tmp_path / "home" / "artifacts").as_uri()
-        with mlflow.start_run():
-            mlflow.log_text("x", "probe.txt")
-        assert not (tmp_path / "mlruns").exists()
-        assert list((tmp_path / "home" / "artifacts").rglob("probe.txt"))
-    finally:
-        monkeypatch.undo()
-        if settings.HOME_ENV in os.environ:  # back to the session's store (none in the fast suite: none created)
-            store.configure()
+    mine = store.open()
+    assert mine.tracking_uri == f"sqlite:///{tmp_path / 'mine.db'}" and mine.chosen == "user"
+    experiment = mine.experiment()
+    assert experiment.artifact_location == (tmp_path / "home" / "artifacts").as_uri()
+    client = mine.client()
+    run = client.create_run(experiment.experiment_id)
+    client.log_text(run.info.run_id, "x", "probe.txt")
+    assert not (tmp_path / "mlruns").exists()
+    assert list((tmp_path / "home" / "artifacts").rglob("probe.txt"))
 
 
 def test_cli_prints_user_errors_in_one_line_and_lets_bugs_show_their_traceback(monkeypatch, tmp_path):

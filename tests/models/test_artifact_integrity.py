@@ -118,31 +118,33 @@ def test_a_damaged_manifest_is_named(saved):
 def registered(predictor, tmp_path, monkeypatch):
     """``predictor`` logged as the pyfunc and registered as papertrack@champion in a temporary store."""
     import mlflow
-    from mlflow import MlflowClient
 
     from papertrack import store
     from papertrack.models.artifact import PaperTrackModel, signature
 
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
-    store.configure()
+    mine = store.open()
     staging = tmp_path / "staging"
     staging.mkdir()
-    with mlflow.start_run():
+    with store.using(mine), mlflow.start_run(experiment_id=mine.experiment().experiment_id):
         logged = mlflow.pyfunc.log_model(
             name="model",
             python_model=PaperTrackModel(),
             artifacts=predictor.save_artifacts(staging),
             signature=signature(),
         )
-    version = mlflow.register_model(logged.model_uri, "papertrack")
-    client = MlflowClient()
+        version = mlflow.register_model(logged.model_uri, "papertrack")
+    client = mine.client()
     client.set_registered_model_alias("papertrack", "champion", version.version)
     for key, value in {"candidate": "synthetic-logreg", "data_digest": "test"}.items():  # as the sweep tags it
         client.set_model_version_tag("papertrack", version.version, key, value)
     (stored,) = (tmp_path / "home").rglob("predictor.joblib")
-    yield {"predictor_file": stored, "manifest_file": stored.parent / "papertrack.json", "home": tmp_path / "home"}
-    monkeypatch.undo()
-    store.configure()  # back to the session's store
+    yield {
+        "predictor_file": stored,
+        "manifest_file": stored.parent / "papertrack.json",
+        "home": tmp_path / "home",
+        "store": mine,
+    }
 
 
 def label(tmp_path: Path, *args: str):
@@ -156,9 +158,11 @@ def label(tmp_path: Path, *args: str):
 
 
 def test_a_good_registered_model_loads_and_labels(registered, tmp_path):
+    from papertrack import store
     from papertrack.models.artifact import load_predictor
 
-    loaded, _ = load_predictor("models:/papertrack@champion")
+    with store.using(registered["store"]):
+        loaded, _ = load_predictor("models:/papertrack@champion")
     assert loaded.predict([ABSTRACT])[0]["tracks"][0]["label"] == "Deep Learning · Attention Mechanisms"
     result = label(tmp_path)
     assert result.exit_code == 0, result.output
@@ -216,12 +220,12 @@ def serve(monkeypatch):
     return result, handed_over
 
 
-def test_serve_repairs_a_damaged_copy_in_the_bento_store_from_the_registry(bento, monkeypatch):
+def test_serve_repairs_a_damaged_copy_in_the_bento_store_from_the_registry(bento, registered, monkeypatch):
     import bentoml
 
     from papertrack.serving.http import bento_store as store
 
-    model = store.import_champion()
+    model = store.import_champion(registered["store"])
     good = stored_predictor(model).read_bytes()
     flip_a_byte(stored_predictor(model))
     result, handed_over = serve(monkeypatch)
@@ -247,7 +251,7 @@ def test_serve_refuses_a_damaged_registered_model_in_one_line(bento, registered,
 def test_serve_refuses_a_model_of_another_format(bento, registered, monkeypatch):
     from papertrack.serving.http import bento_store as store
 
-    model = store.import_champion()
+    model = store.import_champion(registered["store"])
     path = Path(model.path_of("mlflow_model")) / "artifacts" / "papertrack.json"
     path.write_text(json.dumps({"format": 1, "papertrack": "0.0.9", "sha256": {}}), encoding="utf-8")
     result, handed_over = serve(monkeypatch)
@@ -258,12 +262,12 @@ def test_serve_refuses_a_model_of_another_format(bento, registered, monkeypatch)
     )
 
 
-def test_the_service_refuses_a_damaged_stored_copy_at_start(bento, monkeypatch):
+def test_the_service_refuses_a_damaged_stored_copy_at_start(bento, registered, monkeypatch):
     from papertrack import settings
     from papertrack.serving.http import bento_store as store
     from papertrack.serving.http.service import PaperTrack
 
-    model = store.import_champion()
+    model = store.import_champion(registered["store"])
     flip_a_byte(stored_predictor(model))
     monkeypatch.setenv(settings.BENTO_MODEL_ENV, str(model.tag))
     with pytest.raises(DamagedArtifact, match=r"predictor\.joblib of .* is damaged"):

@@ -83,14 +83,12 @@ def test_edge_cases():
 
 
 def test_trained_artifact_answers_sets_and_logs_coverage(trained):
-    from mlflow import MlflowClient
-
     from papertrack import store
     from papertrack.models.artifact import load_predictor
 
-    store.configure()
     result = trained["result"]
-    predictor, pyfunc = load_predictor(trained["model_uri"])
+    with store.using(trained["store"]):
+        predictor, pyfunc = load_predictor(trained["model_uri"])
     confidence = predictor.confidence
     assert confidence is not None
     # calibrated on what the winner was selected on: the fixture has three sources over two years, so the
@@ -112,8 +110,9 @@ def test_trained_artifact_answers_sets_and_logs_coverage(trained):
     frame = pyfunc.predict(__import__("pandas").DataFrame({"abstract": abstracts[:3]}))
     assert list(frame["prediction_set"].iloc[0]) == answers[0]["prediction_set"]
 
-    run = MlflowClient().get_run(result.winner.run_id)
+    client = trained["store"].client()
+    run = client.get_run(result.winner.run_id)
     assert run.data.metrics["conformal_empirical_coverage"] == pytest.approx(confidence.empirical_coverage)
     assert run.data.metrics["conformal_nominal_coverage"] == pytest.approx(0.9)
-    logged = {a.path for a in MlflowClient().list_artifacts(result.winner.run_id, "plots")}
+    logged = {a.path for a in client.list_artifacts(result.winner.run_id, "plots")}
     assert "plots/risk_coverage.png" in logged

@@ -149,7 +149,6 @@ def test_zero_weight_members_are_not_fitted(small):
 def test_tfidf_only_ensemble_sweeps_logs_and_predicts_through_the_pyfunc(small, tmp_path, monkeypatch):
     from papertrack import store as mlstore
     from papertrack.models.artifact import load_predictor
-    from papertrack.models.catalogue import CANDIDATES
     from papertrack.training.pipeline import refit
     from papertrack.training.sweep import SweepConfig, run_sweep
     from papertrack.training.sweep_logging import log_model
@@ -163,20 +162,24 @@ def test_tfidf_only_ensemble_sweeps_logs_and_predicts_through_the_pyfunc(small, 
         steps=8,
         default=False,
     )
-    monkeypatch.setitem(CANDIDATES, ensemble.name, ensemble)  # the catalogue is restored after the test
-    assert CANDIDATES["test-ensemble-tfidf"].requirements == ()  # no torch needed
-    result = run_sweep(SweepConfig([path], candidate_names=["test-ensemble-tfidf"], folds=3, seed=5, register=False))
+    assert ensemble.requirements == ()  # no torch needed
+    store = mlstore.open()
+    config = SweepConfig(
+        [path], candidate_names=["test-ensemble-tfidf"], folds=3, seed=5, register=False, extra_candidates=[ensemble]
+    )
+    result = run_sweep(config, store)
     names = [r.candidate.name for r in result.results]
     assert names == ["tfidf-word-cnb", "tfidf-word-svm", "tfidf-word12-cnb", "test-ensemble-tfidf"]
     ens = result.results[-1]
     np.testing.assert_allclose(ens.cv.oof_proba.sum(axis=1), 1.0, atol=1e-9)
-    run = mlstore.client().get_run(ens.run_id)
+    run = store.client().get_run(ens.run_id)
     assert run.data.tags["family"] == "ensemble"
     assert "weights" in run.data.params and "fold0_weights" in run.data.params
     assert {"cv_label_top3", "cv_label_macro_f1", "cv_area_top1", "insample_label_top3"} <= set(run.data.metrics)
 
-    uri = log_model(ens, refit(ens, data, seed=5, use_title=False), data)
-    predictor, pyfunc = load_predictor(uri)
+    uri = log_model(store, ens, refit(ens, data, seed=5, use_title=False), data)
+    with mlstore.using(store):
+        predictor, pyfunc = load_predictor(uri)
     assert isinstance(predictor.classifier, WeightedEnsemble)
     chosen = [float(w) for w in ens.candidate.params["weights"].split(", ")]
     assert predictor.classifier.weights == pytest.approx(

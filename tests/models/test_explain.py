@@ -172,8 +172,8 @@ def test_the_trained_artifact_carries_a_compact_neighbour_index(trained):
     from papertrack import store
     from papertrack.models.artifact import load_predictor
 
-    store.configure()
-    predictor, _ = load_predictor(trained["model_uri"])
+    with store.using(trained["store"]):
+        predictor, _ = load_predictor(trained["model_uri"])
     records = [json.loads(line) for line in open(trained["data"], encoding="utf-8")]
     from papertrack.training.dataset import load_dataset
 

@@ -27,7 +27,7 @@ PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
 def backend(trained):
     from papertrack.serving.batch.labeler import LocalBackend
 
-    return LocalBackend(trained["model_uri"])
+    return LocalBackend(trained["model_uri"], store=trained["store"])
 
 
 @pytest.fixture(scope="module")

@@ -191,7 +191,7 @@ def test_cli_a_dead_worker_is_one_error_line_and_exit_1(dump, tmp_path, monkeypa
     class Dying(WordsBackend):
         forkable = True
 
-        def __init__(self, model_uri, taxonomy=None):
+        def __init__(self, model_uri, taxonomy=None, store=None):
             super().__init__(die_on="abstract 100 ")
 
     monkeypatch.setattr(labeler, "LocalBackend", Dying)

@@ -32,8 +32,8 @@ def test_predict_over_http_equals_the_pyfunc(server, trained, records):
     from papertrack import store as mlstore
     from papertrack.models.artifact import load_predictor
 
-    mlstore.configure()
-    _, pyfunc = load_predictor(trained["model_uri"])
+    with mlstore.using(trained["store"]):
+        _, pyfunc = load_predictor(trained["model_uri"])
     with bentoml.SyncHTTPClient(server["url"], timeout=30) as client:
         for record in records[:8]:
             body = client.predict(abstract=record["abstract"], title=None, top_k=3)

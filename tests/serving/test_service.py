@@ -40,8 +40,8 @@ def pyfunc(trained):
     from papertrack import store as mlstore
     from papertrack.models.artifact import load_predictor
 
-    mlstore.configure()
-    return load_predictor(trained["model_uri"])
+    with mlstore.using(trained["store"]):
+        return load_predictor(trained["model_uri"])
 
 
 # --------------------------------------------------------------------------- the model store
@@ -51,16 +51,16 @@ def test_import_champion_is_idempotent_and_keeps_mlflow_artifacts(imported, trai
     from papertrack import store as mlstore
     from papertrack.serving.http import bento_store as store
 
-    champion = store.find_champion()
+    champion = store.find_champion(trained["store"])
     assert str(imported.tag) == champion.bento_tag == f"papertrack:v{champion.version}-{champion.run_id[:12]}"
-    assert store.import_champion().tag == imported.tag  # the stored copy is reused
+    assert store.import_champion(trained["store"]).tag == imported.tag  # the stored copy is reused
     meta = imported.info.metadata
     assert meta["version"] == champion.version and meta["run_id"] == trained["result"].winner.run_id
     assert (Path(imported.path) / "mlflow_model" / "MLmodel").exists()
-    mlstore.configure()
     from papertrack.models.artifact import load_predictor
 
-    load_predictor(trained["model_uri"])  # the registry's own copy is still there after the import
+    with mlstore.using(trained["store"]):
+        load_predictor(trained["model_uri"])  # the registry's own copy is still there after the import
 
 
 def test_no_champion_fails_fast_with_a_hint(tmp_path, monkeypatch, trained):
@@ -71,15 +71,11 @@ def test_no_champion_fails_fast_with_a_hint(tmp_path, monkeypatch, trained):
     from papertrack.serving.http import bento_store as store
 
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "empty-home"))
-    try:
-        with pytest.raises(NoModelError, match="papertrack train"):
-            store.find_champion()
-        result = CliRunner().invoke(app, ["serve", "--port", "3999"])
-        assert result.exit_code == 1
-        assert "papertrack train" in " ".join(result.output.split())
-    finally:
-        monkeypatch.undo()
-        mlstore.configure()  # back to the session's store
+    with pytest.raises(NoModelError, match="papertrack train"):
+        store.find_champion(mlstore.open())
+    result = CliRunner().invoke(app, ["serve", "--port", "3999"])
+    assert result.exit_code == 1
+    assert "papertrack train" in " ".join(result.output.split())
 
 
 def test_service_without_its_model_in_the_store_fails_fast(imported, monkeypatch):

@@ -61,18 +61,18 @@ def test_the_model_loader_says_how_to_get_a_model(tmp_path, monkeypatch):
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     missing = tmp_path / "no-such-model"
-    with pytest.raises(NoModelError, match=r"^no papertrack store at .*home \(PAPERTRACK_HOME\): it has no mlflow\.db"):
-        load_model(str(missing))  # no store: none is created by a read
-    assert not (tmp_path / "home").exists()
     from papertrack import store
 
-    store.configure()  # an empty store
+    with pytest.raises(NoModelError, match=r"^no papertrack store at .*home \(PAPERTRACK_HOME\): it has no mlflow\.db"):
+        store.open(create=False)  # no store: none is created by a read
+    assert not (tmp_path / "home").exists()
+    empty = store.open()  # an empty store
     with pytest.raises(NoModelError) as caught:
-        load_model(str(missing))
+        load_model(str(missing), empty)
     message = str(caught.value)
     assert message.startswith(f"cannot load {missing} from ") and TRAIN_HINT in message and "\n" not in message
     with pytest.raises(ModelMissing):  # the labeler's own error, still a NoModelError (exit status 1)
-        load_model(str(missing), error=ModelMissing)
+        load_model(str(missing), empty, error=ModelMissing)
 
 
 def test_the_spark_session_environment_is_given_for_its_start_only(monkeypatch):

@@ -191,8 +191,6 @@ def test_one_old_name_is_a_usage_error(tmp_path, monkeypatch):
 
 @pytest.mark.slow  # fits a model and logs an MLflow run (a few seconds)
 def test_the_command_writes_the_crosswalk_and_logs_a_run(tmp_path, monkeypatch, records):
-    import mlflow
-
     result = invoke(tmp_path, monkeypatch, records, "--from", "Venue 2024", "--to", "Venue 2025", "--seed", "3")
     assert result.exit_code == 0, result.output
     written = tmp_path / "crosswalk-venue2024-to-venue2025.yaml"
@@ -200,9 +198,13 @@ def test_the_command_writes_the_crosswalk_and_logs_a_run(tmp_path, monkeypatch, 
     assert dict(crosswalk.tracks["Alpha · Old"]) == {"Alpha · New": 1.0}
     output = " ".join(result.output.split())
     assert "2 renames, 1 merges, 1 splits, 1 new names with no old analog" in output
-    runs = mlflow.search_runs(search_all_experiments=True, filter_string="tags.`papertrack.kind` = 'crosswalk'")
-    assert len(runs) == 1
-    run = runs.iloc[0]
-    assert run["params.from"] == "Venue 2024" and run["params.to"] == "Venue 2025" and run["params.seed"] == "3"
-    artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(run["run_id"])}
+    from papertrack import store
+
+    client = store.open(create=False).client()  # the store the command used (the test's PAPERTRACK_HOME)
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    (run,) = client.search_runs(experiments, filter_string="tags.`papertrack.kind` = 'crosswalk'")
+    params = run.data.params
+    assert params["from"] == "Venue 2024" and params["to"] == "Venue 2025" and params["seed"] == "3"
+    assert run.info.status == "FINISHED"
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"crosswalk.yaml", "crosswalk_heatmap.png", "crosswalk_matrix.csv"} <= artifacts

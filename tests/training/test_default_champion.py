@@ -35,12 +35,14 @@ def test_served_answer_equals_the_pyfunc_for_the_default_champion(labeled_subset
     from papertrack.training.sweep import SweepConfig, run_sweep
 
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
+    mine = mlstore.open()
     try:
-        result = run_sweep(SweepConfig([labeled_subset], candidate_names=[DEFAULT_CHAMPION], folds=3, seed=3))
+        result = run_sweep(SweepConfig([labeled_subset], candidate_names=[DEFAULT_CHAMPION], folds=3, seed=3), mine)
         assert result.decision.alias == "champion"  # a fresh store: the first version is champion
-        _, model = load_predictor("models:/papertrack@champion")
+        with mlstore.using(mine):
+            _, model = load_predictor("models:/papertrack@champion")
         with bentoml_home(tmp_path / "bentoml"):
-            imported = store.import_champion()
+            imported = store.import_champion(mine)
             monkeypatch.setenv("PAPERTRACK_BENTO_MODEL", str(imported.tag))
             from papertrack.serving.http.service import PaperTrack
 
@@ -54,4 +56,3 @@ def test_served_answer_equals_the_pyfunc_for_the_default_champion(labeled_subset
                 assert served["confident"] == expected["confident"]
     finally:
         monkeypatch.undo()
-        mlstore.configure()  # back to the session's store

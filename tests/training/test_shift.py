@@ -86,6 +86,7 @@ def test_shift_holdout_keeps_sources_apart_in_every_fitted_step():
 
 @pytest.mark.slow  # trains (a one-candidate sweep)
 def test_one_source_falls_back_to_cross_validation_and_says_so(subset_path, tmp_path, monkeypatch):
+    from papertrack.store import open as open_store
     from papertrack.training.sweep import SweepConfig, run_sweep
     from tests.conftest import stratified_subset
 
@@ -93,7 +94,9 @@ def test_one_source_falls_back_to_cross_validation_and_says_so(subset_path, tmp_
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
     console = Console(record=True, width=200)
     result = run_sweep(
-        SweepConfig([one], candidate_names=["tfidf-word-cnb"], folds=2, seed=1, register=False), console=console
+        SweepConfig([one], candidate_names=["tfidf-word-cnb"], folds=2, seed=1, register=False),
+        open_store,
+        console=console,
     )
     assert (
         "no temporal holdout: one year (2024); no shift holdout (one source): the champion is chosen by 2-fold "
@@ -152,7 +155,7 @@ def test_cost_rule_keeps_the_costly_model_when_it_is_clearly_ahead():
 
 
 def test_promotion_applies_the_cost_rule_between_a_new_winner_and_the_champion():
-    from papertrack.training.promotion import decide
+    from papertrack.training.champion.promotion import decide
 
     rng = np.random.default_rng(3)
     cheap = _hits(rng, 800, 0.70)

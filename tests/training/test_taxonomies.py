@@ -11,7 +11,8 @@ from papertrack.features.crosswalk import read_crosswalk
 from papertrack.features.ingest import Record
 from papertrack.models.confidence import Confidence
 from papertrack.models.request import TopKError
-from papertrack.training import promotion, taxonomies
+from papertrack.training import taxonomies
+from papertrack.training.champion import promotion
 from papertrack.training.data import temporal_direction
 from papertrack.training.renames import RenameMap
 from tests.synthetic_corpus import TOPICS, paper

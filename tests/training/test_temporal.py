@@ -171,12 +171,14 @@ def _slow(candidate: Candidate, expected_ms: float) -> Candidate:
 
 @pytest.mark.slow
 def test_sweep_on_three_sources_chooses_on_the_latest_year_and_reports_renames(labeled_subset, tmp_path, monkeypatch):
+    from papertrack.store import open as open_store
     from papertrack.training.sweep import SweepConfig, run_sweep
 
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
     console = Console(record=True, width=250)
     result = run_sweep(
         SweepConfig([labeled_subset], candidate_names=["tfidf-word-cnb"], folds=2, seed=1, register=False),
+        open_store,
         console=console,
     )
     text = console.export_text()
@@ -195,18 +197,17 @@ def test_budget_leaves_a_costly_candidate_out_by_default_and_lets_it_win_when_na
     labeled_subset, tmp_path, monkeypatch
 ):
     from papertrack.models import catalogue
+    from papertrack.store import open as open_store
     from papertrack.training.sweep import SweepConfig, run_sweep
 
     good = _slow(catalogue.CANDIDATES["tfidf-word-logreg"], expected_ms=50.0)
     weak = catalogue.CANDIDATES["majority-baseline"]
     weak = Candidate("weak", "baseline-like", weak.features, weak.params, weak.build, expected_ms=0.01)
-    monkeypatch.setitem(catalogue.CANDIDATES, good.name, good)
-    monkeypatch.setitem(catalogue.CANDIDATES, weak.name, weak)
     monkeypatch.setattr(catalogue, "default_sweep", lambda: [weak, good])
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
 
     console = Console(record=True, width=250)
-    default = run_sweep(SweepConfig([labeled_subset], folds=2, seed=1, register=False), console=console)
+    default = run_sweep(SweepConfig([labeled_subset], folds=2, seed=1, register=False), open_store, console=console)
     assert [r.candidate.name for r in default.results] == ["weak"]
     assert default.over_budget == [good.name]
     assert (
@@ -215,12 +216,22 @@ def test_budget_leaves_a_costly_candidate_out_by_default_and_lets_it_win_when_na
     )
 
     larger = run_sweep(
-        SweepConfig([labeled_subset], folds=2, seed=1, register=False, budget_ms=100.0), console=Console(width=250)
+        SweepConfig([labeled_subset], folds=2, seed=1, register=False, budget_ms=100.0),
+        open_store,
+        console=Console(width=250),
     )
     assert larger.winner.candidate.name == good.name and larger.over_budget == []
 
     named = run_sweep(
-        SweepConfig([labeled_subset], candidate_names=["weak", good.name], folds=2, seed=1, register=False),
+        SweepConfig(
+            [labeled_subset],
+            candidate_names=["weak", good.name],
+            folds=2,
+            seed=1,
+            register=False,
+            extra_candidates=[weak, good],
+        ),
+        open_store,
         console=Console(width=250),
     )
     assert named.winner.candidate.name == good.name
@@ -228,9 +239,10 @@ def test_budget_leaves_a_costly_candidate_out_by_default_and_lets_it_win_when_na
 
     # a candidate whose estimate is within budget but whose measured cost is not runs and cannot win
     sneaky = _slow(catalogue.CANDIDATES["tfidf-word-logreg"], expected_ms=1.0)
-    monkeypatch.setitem(catalogue.CANDIDATES, sneaky.name, sneaky)
     monkeypatch.setattr(catalogue, "default_sweep", lambda: [weak, sneaky])
-    measured = run_sweep(SweepConfig([labeled_subset], folds=2, seed=1, register=False), console=Console(width=250))
+    measured = run_sweep(
+        SweepConfig([labeled_subset], folds=2, seed=1, register=False), open_store, console=Console(width=250)
+    )
     assert {r.candidate.name for r in measured.results} == {"weak", sneaky.name}
     assert measured.ineligible == [sneaky.name] and measured.winner.candidate.name == "weak"
 

@@ -48,17 +48,14 @@ def _artifact_paths(client, run_id, path=None):
     return paths
 
 
-def test_sweep_logs_nested_candidate_runs_with_metrics_and_artifacts(trained):
-    store.configure()
+def test_sweep_logs_nested_candidate_runs_with_metrics_and_artifacts(trained, tmp_path):
     result = trained["result"]
-    client = store.client()
+    client = trained["store"].client()
     parent = client.get_run(result.parent_run_id)
     assert parent.data.tags["papertrack.kind"] == "sweep"
     assert parent.data.params["data_digest"] == result.data_digest
     assert [i.dataset.digest for i in parent.inputs.dataset_inputs] == [result.data_digest]
-    children = mlflow.search_runs(
-        [parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{result.parent_run_id}'", output_format="list"
-    )
+    children = client.search_runs([parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{result.parent_run_id}'")
     assert sorted(r.data.tags["candidate"] for r in children) == sorted(FAST_CANDIDATES)
     for run in children:
         assert METRICS <= set(run.data.metrics)
@@ -66,18 +63,15 @@ def test_sweep_logs_nested_candidate_runs_with_metrics_and_artifacts(trained):
         assert run.data.params["seed"] == "7" and run.data.params["folds"] == "3"
         assert ARTIFACTS <= _artifact_paths(client, run.info.run_id)
         assert run.info.artifact_uri.startswith((trained["home"] / "artifacts").as_uri())
-        report = pd.read_csv(
-            mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="report/per_class.csv")
-        )
+        report = pd.read_csv(client.download_artifacts(run.info.run_id, "report/per_class.csv", str(tmp_path)))
         assert report["support"].sum() == len(load_dataset([trained["data"]])[0])  # one duplicate is skipped
-    board = leaderboard(sweep=result.parent_run_id)  # this sweep's, whatever later tests add to the store
+    board = leaderboard(trained["store"], sweep=result.parent_run_id)  # this sweep's, whatever later tests add
     assert list(board["candidate"]) == [r.candidate.name for r in result.leaderboard()]
 
 
 def test_champion_is_registered_and_predicts_from_abstract_only(trained):
-    store.configure()
     result = trained["result"]
-    champion = registry.current_champion()
+    champion = registry.current_champion(trained["store"])
     assert champion is not None and result.decision.alias == "champion"
     assert champion.version == result.decision.version
     assert champion.tags["data_digest"] == result.data_digest
@@ -86,11 +80,12 @@ def test_champion_is_registered_and_predicts_from_abstract_only(trained):
     recorded = registry.version_metrics(champion)
     assert set(recorded) == set(result.winner.metrics)
     assert recorded[PRIMARY_METRIC] == pytest.approx(result.winner.metrics[PRIMARY_METRIC], abs=1e-6)
-    model = mlflow.pyfunc.load_model(trained["model_uri"])
+    with store.using(trained["store"]):
+        model = mlflow.pyfunc.load_model(trained["model_uri"])
+        requirements = open(
+            os.path.join(mlflow.artifacts.download_artifacts(trained["model_uri"]), "requirements.txt")
+        ).read()
     assert model.metadata.signature is not None
-    requirements = open(
-        os.path.join(mlflow.artifacts.download_artifacts(trained["model_uri"]), "requirements.txt")
-    ).read()
     assert "scikit-learn==" in requirements and "papertrack==" in requirements
     abstracts = pd.read_json(trained["data"], lines=True).head(5)
     out = model.predict(abstracts[["abstract"]], params={"top_k": 4})
@@ -120,47 +115,52 @@ def test_champion_beats_majority_baseline_by_a_clear_margin(trained):
 
 def test_promotion_gate_refuses_worse_model_and_promotes_on_new_data(subset_path, tmp_path, monkeypatch):
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
-    first = run_sweep(SweepConfig([subset_path], candidate_names=["tfidf-word-cnb"], folds=2, seed=1))
+    mine = store.open()
+    first = run_sweep(SweepConfig([subset_path], candidate_names=["tfidf-word-cnb"], folds=2, seed=1), mine)
     assert first.decision.alias == "champion"
 
-    worse = run_sweep(SweepConfig([subset_path], candidate_names=["majority-baseline"], folds=2, seed=1))
+    worse = run_sweep(SweepConfig([subset_path], candidate_names=["majority-baseline"], folds=2, seed=1), mine)
     assert worse.decision.alias == "challenger"
     assert "does not beat the champion" in worse.decision.reason
-    assert registry.current_champion().version == first.decision.version
+    assert registry.current_champion(mine).version == first.decision.version
 
     # other data: the champion's recipe (the same candidate here) is re-scored on the new holdout, not waved through
     smaller = stratified_subset(subset_path, tmp_path / "smaller.jsonl", 6)
-    changed = run_sweep(SweepConfig([smaller], candidate_names=["tfidf-word-cnb"], folds=2, seed=1))
+    changed = run_sweep(SweepConfig([smaller], candidate_names=["tfidf-word-cnb"], folds=2, seed=1), mine)
     assert changed.data_digest != first.data_digest
     reason = changed.decision.reason
     assert changed.decision.alias == "champion", reason
     assert "training data changed" in reason and "at least as good as the champion re-scored" in reason
-    version = registry.current_champion()
+    version = registry.current_champion(mine)
     assert version.version == changed.decision.version
     assert first.data_digest in version.tags["data_change"]
 
 
 def test_the_winners_holdout_hits_are_stored_and_read_back_for_the_next_promotion(trained, tmp_path, monkeypatch):
-    from papertrack.training.promotion import HITS_ARTIFACT, stored_contender
+    from papertrack.training.champion.promotion import HITS_ARTIFACT, stored_contender
 
-    store.configure()
+    mine = trained["store"]
     result = trained["result"]
-    champion = registry.current_champion()
+    champion = registry.current_champion(mine)
     metric = result.choice.metric
-    stored = mlflow.artifacts.load_dict(f"runs:/{champion.tags['run_id']}/{HITS_ARTIFACT}")
+    path = mine.client().download_artifacts(champion.tags["run_id"], HITS_ARTIFACT, str(tmp_path))
+    stored = json.loads(open(path, encoding="utf-8").read())
     assert stored["metric"] == metric and stored["data_digest"] == result.data_digest
     np.testing.assert_array_equal(stored["hits"], result.winner.selection_hits(3))
-    again = stored_contender(champion, metric, result.data_digest)
+    again = stored_contender(mine, champion, metric, result.data_digest)
     assert again.score == pytest.approx(result.winner.metrics[metric], abs=1e-6)
     assert again.cost_ms == pytest.approx(result.winner.metrics["predict_ms_per_abstract"], abs=1e-6)
     assert again.tiebreak == pytest.approx(result.winner.metrics[registry.TIEBREAK_OF[metric]], abs=1e-6)
-    assert stored_contender(champion, metric, "another-digest") is None
-    assert stored_contender(champion, "cv_label_top1", result.data_digest) is None
+    assert stored_contender(mine, champion, metric, "another-digest") is None
+    assert stored_contender(mine, champion, "cv_label_top1", result.data_digest) is None
 
 
 def test_register_lets_a_challenge_decide_before_the_gate(subset_path, tmp_path, monkeypatch):
+    from papertrack.training.champion.promotion import promotion_rule
+
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
-    first = run_sweep(SweepConfig([subset_path], candidate_names=["tfidf-word-cnb"], folds=2, seed=1))
+    mine = store.open()
+    first = run_sweep(SweepConfig([subset_path], candidate_names=["tfidf-word-cnb"], folds=2, seed=1), mine)
     seen = []
 
     def refuse(champion):
@@ -169,33 +169,34 @@ def test_register_lets_a_challenge_decide_before_the_gate(subset_path, tmp_path,
 
     # asked with the champion read at decision time, before the gate
     decision = registry.register(
+        mine,
         first.model_uri,
         first.winner.run_id,
         {**first.winner.metrics},
         first.data_digest,
         "tfidf-word-cnb",
-        challenge=refuse,
+        promotion_rule({**first.winner.metrics}, first.data_digest, challenge=refuse),
     )
     assert seen == [first.decision.version]
     assert decision.alias == "challenger" and decision.reason.startswith("refused by the challenge")
-    assert registry.current_champion().version == first.decision.version
+    assert registry.current_champion(mine).version == first.decision.version
     # a challenge with no opinion (None) leaves the decision to the gate
     decision = registry.register(
+        mine,
         first.model_uri,
         first.winner.run_id,
         {**first.winner.metrics},
         first.data_digest,
         "tfidf-word-cnb",
-        challenge=lambda champion: None,
+        promotion_rule({**first.winner.metrics}, first.data_digest, challenge=lambda champion: None),
     )
     assert decision.alias == "challenger" and "does not beat the champion" in decision.reason
 
 
-def test_the_champion_rule_decision_is_stored_on_the_version_and_the_sweep_run(trained):
-    store.configure()
+def test_the_champion_rule_decision_is_stored_on_the_version_and_the_sweep_run(trained, tmp_path):
     result = trained["result"]
-    client = store.client()
-    champion = registry.current_champion()
+    client = trained["store"].client()
+    champion = registry.current_champion(trained["store"])
     assert result.winner.candidate.name == result.choice.winner
     assert champion.tags["champion_rule"] == result.choice.reason
     assert champion.tags["champion_rule.metric"] == "temporal_label_top3"  # two years: the temporal holdout decides
@@ -210,9 +211,7 @@ def test_the_champion_rule_decision_is_stored_on_the_version_and_the_sweep_run(t
     experiment = client.get_experiment(parent.info.experiment_id)
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     distribution = pd.read_csv(
-        mlflow.artifacts.download_artifacts(
-            run_id=result.parent_run_id, artifact_path="data/label_distribution_by_source.csv"
-        )
+        client.download_artifacts(result.parent_run_id, "data/label_distribution_by_source.csv", str(tmp_path))
     )
     sources = ["ICLR 2024", "ICML 2024", "ICLR 2025"]
     assert list(distribution.columns) == ["label", "area", *sources, "total"]
@@ -222,31 +221,32 @@ def test_the_champion_rule_decision_is_stored_on_the_version_and_the_sweep_run(t
 def test_logging_the_dataset_retries_when_a_concurrent_train_inserted_it_first(monkeypatch):
     """Two trains against one server insert the same dataset row at once; the loser asks again (and then only
     links its run to the existing row). Any other store error is raised at once."""
+    from types import SimpleNamespace
+
     from mlflow.exceptions import MlflowException
 
     from papertrack.training import tracking
 
     calls = []
+    dataset = SimpleNamespace(to_dict=lambda: {"name": "d", "digest": "x1", "source_type": "local", "source": "{}"})
 
-    def flaky(dataset, context):
-        calls.append(context)
+    def flaky(run_id, datasets):
+        calls.append((run_id, [(d.dataset.digest, d.tags[0].value) for d in datasets]))
         if len(calls) == 1:
             raise MlflowException(
                 "BAD_REQUEST: (psycopg.errors.UniqueViolation) duplicate key value violates "
                 'unique constraint "dataset_pk"'
             )
 
-    monkeypatch.setattr(tracking.mlflow, "log_input", flaky)
     monkeypatch.setattr(tracking.time, "sleep", lambda seconds: None)
-    tracking.log_dataset_input(object())
-    assert calls == ["training", "training"]
+    tracking.log_dataset_input(SimpleNamespace(log_inputs=flaky), "r1", dataset)
+    assert calls == [("r1", [("x1", "training")])] * 2
 
-    def broken(dataset, context):
-        calls.append(context)
+    def broken(run_id, datasets):
+        calls.append(run_id)
         raise MlflowException("RESOURCE_DOES_NOT_EXIST: run not found")
 
     calls.clear()
-    monkeypatch.setattr(tracking.mlflow, "log_input", broken)
     with pytest.raises(MlflowException, match="run not found"):
-        tracking.log_dataset_input(object())
-    assert calls == ["training"]
+        tracking.log_dataset_input(SimpleNamespace(log_inputs=broken), "r1", dataset)
+    assert calls == ["r1"]

@@ -49,10 +49,14 @@ class LocalBackend:
 
     forkable = True  # a forked worker can label with it (the HTTP backend's client and threads cannot)
 
-    def __init__(self, model_uri: str, taxonomy: str | None = None):
+    def __init__(self, model_uri: str, taxonomy: str | None = None, *, store):
+        """The model behind ``model_uri`` in ``store``: a :class:`papertrack.store.Store`, or the function that
+        opens it (the ``label`` command's: called here, when the model is loaded)."""
         from papertrack.serving.model_loader import load_model
+        from papertrack.store import Store
 
-        loaded = load_model(model_uri, error=ModelMissing).predictor
+        opened = store if isinstance(store, Store) else store()
+        loaded = load_model(model_uri, opened, error=ModelMissing).predictor
         self.predictor = loaded.head(taxonomy)  # UnknownTaxonomy (a UsageError) lists the known ones
         self.taxonomy = self.predictor.taxonomy
         self.labels = frozenset(self.predictor.space.labels)

@@ -55,6 +55,7 @@ from papertrack.serving.batch.labeler.spark.arrow_rows import (
 from papertrack.serving.batch.labeler.spark.inputs import ITEM_SCHEMA, input_format, parse_function, read_inputs
 from papertrack.serving.batch.labeler.spark.session import SparkJobError, SparkOptions, spark_session
 from papertrack.serving.model_loader import load_model
+from papertrack.store import Store
 
 SUCCESS = "_SUCCESS"
 SUMMARY = "summary.json"
@@ -80,6 +81,7 @@ def label_with_spark(
     inputs: Sequence[Path],
     output: Path,
     model_uri: str,
+    store: Store | Callable[[], Store],
     *,
     top_k: int = 3,
     taxonomy: str | None = None,
@@ -87,22 +89,25 @@ def label_with_spark(
     options: SparkOptions = DEFAULT_OPTIONS,
     notice: Callable[[str], None] = lambda message: None,
 ) -> SparkLabelResult:
-    """Label every record of ``inputs`` into the folder ``output`` on Spark (see the module doc)."""
+    """Label every record of ``inputs`` into the folder ``output`` on Spark (see the module doc), with the model
+    ``model_uri`` of ``store`` (a :class:`papertrack.store.Store`, or the function that opens it, called once the
+    inputs are checked; its environment is given to the JVM the job starts)."""
     started = time.perf_counter()
     inputs = [Path(p) for p in inputs]
     if not inputs:
         raise LabelError("no input file")
     kind = output_kind(output)
     formats = [input_format(p, fmt) for p in inputs]  # IngestError up front: missing/unreadable/empty/corrupt
+    store = store if isinstance(store, Store) else store()
     staging = partial_path(output)
     with (
         tempfile.TemporaryDirectory(prefix="papertrack-spark-model-") as model_dir,
         ThreadPoolExecutor(1, thread_name_prefix="papertrack-spark-start") as pool,
     ):
         # the JVM starts while the driver downloads and checks the model (two processes: the wait overlaps)
-        starting = pool.submit(_timed, spark_session, options)
+        starting = pool.submit(_timed, spark_session, options, store.environment())
         try:
-            predictor_info = _download_model(model_uri, Path(model_dir), taxonomy)
+            predictor_info = _download_model(model_uri, store, Path(model_dir), taxonomy)
             if not 1 <= top_k <= predictor_info["n_labels"]:
                 raise LabelError(
                     f"--top-k must be between 1 and {predictor_info['n_labels']} (the number of labels), got {top_k}"
@@ -164,10 +169,10 @@ def _timed(function, *args):
     return function(*args), round(time.perf_counter() - started, 3)
 
 
-def _download_model(model_uri: str, target: Path, taxonomy: str | None = None) -> dict:
+def _download_model(model_uri: str, store: Store, target: Path, taxonomy: str | None = None) -> dict:
     """Download the pyfunc once (the alias is resolved once) and read what the driver needs from it (in the asked
     taxonomy: an unknown one is a UsageError listing the known ones)."""
-    loaded = load_model(model_uri, error=ModelMissing, download_to=target)
+    loaded = load_model(model_uri, store, error=ModelMissing, download_to=target)
     predictor, pyfunc = loaded.predictor.head(taxonomy), loaded.pyfunc
     return {
         "path": loaded.path,

@@ -34,8 +34,10 @@ class SparkOptions:
     conf: tuple[tuple[str, str], ...] = ()  # extra Spark settings (KEY, VALUE)
 
 
-def spark_session(options: SparkOptions):
-    """A SparkSession whose Python workers run this interpreter; local masters bind 127.0.0.1 and no UI."""
+def spark_session(options: SparkOptions, environment: Mapping[str, str] | None = None):
+    """A SparkSession whose Python workers run this interpreter; local masters bind 127.0.0.1 and no UI.
+    ``environment``: more variables its JVM (and so its Python workers) starts with, e.g. the store's
+    PAPERTRACK_HOME (a variable the user set wins)."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -63,7 +65,7 @@ def spark_session(options: SparkOptions):
     }.items():
         builder = builder.config(key, value)
     # the JVM the session starts reads its settings from the environment it inherits: given for that start only
-    launch_env = {"SPARK_LOCAL_IP": "127.0.0.1"} if local else {}
+    launch_env = {**(environment or {}), **({"SPARK_LOCAL_IP": "127.0.0.1"} if local else {})}
     try:
         with _environment_defaults(launch_env):
             spark = builder.getOrCreate()

@@ -1,4 +1,4 @@
-"""The champion rule: the best candidate on the selection holdout, unless a much cheaper one is
+"""Which candidate of a sweep wins: the best candidate on the selection holdout, unless a much cheaper one is
 within noise of it.
 
 Candidates are ranked by the primary metric (label top-3 on the shift holdout; cross-validated

@@ -16,24 +16,31 @@ Three things decide, in this order (the decision and its numbers are printed and
    papertrack does not know cannot be re-scored: the winner is then promoted, and the reason says so.
 3. **Same data**: as below.
 
-Within a sweep, :func:`papertrack.training.champion.choose_champion` keeps a much cheaper candidate when a
+Within a sweep, :func:`papertrack.training.champion.selection.choose_champion` keeps a much cheaper candidate when a
 costlier one is within noise of it. Promotion must not undo that: a later ``papertrack train -c COSTLY`` on
 the same data would otherwise replace a cheap champion on a higher point estimate alone. So the winner's
 per-row hits on the selection holdout are stored with its run (:data:`HITS_ARTIFACT`), and when a new winner
 and the champion were selected on the same data and rows, and one costs more than ``COST_FACTOR`` times the
 other, the same rule decides between the two (paired bootstrap on the same rows). Otherwise — costs within
-``COST_FACTOR`` of each other, different data, a champion without stored hits — the registry's plain gate
-decides (:func:`papertrack.registry.gate`).
+``COST_FACTOR`` of each other, different data, a champion without stored hits — the plain gate decides
+(:func:`gate`): a new winner becomes ``champion`` only when it beats the current champion's primary metric measured
+on the same data digest (label top-3 on the temporal holdout, macro-F1 breaking ties; with one year, on the shift
+holdout; with one source, cross-validated); otherwise it is registered as ``challenger`` and the reason is given.
+
+:func:`promotion_rule` composes the above into the one decision :func:`papertrack.registry.register` asks for, with
+the champion read at decision time (after earlier concurrent registrations have set their aliases).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from papertrack import registry
-from papertrack.training.champion import COST_FACTOR, Contender, choose_champion
+from papertrack.store import Store
+from papertrack.training.champion.selection import COST_FACTOR, Contender, choose_champion
 
 HITS_ARTIFACT = "selection_hits.json"
 COST_METRIC = "predict_ms_per_abstract"
@@ -116,26 +123,22 @@ def rescored_challenge(new: Contender, rescored: Contender | None, champion, met
     )
 
 
-def log_hits(run_id: str, contender: Contender, metric: str, digest: str) -> None:
+def log_hits(store: Store, run_id: str, contender: Contender, metric: str, digest: str) -> None:
     """Store the winner's per-row hits on the selection holdout with its run (read back by a later promotion)."""
-    from papertrack.store import client
-
-    client().log_dict(
+    store.client().log_dict(
         run_id, {"metric": metric, "data_digest": digest, "hits": contender.hits.astype(int).tolist()}, HITS_ARTIFACT
     )
 
 
-def stored_contender(version, metric: str, digest: str) -> Contender | None:
-    """The registered ``version`` as a contender: its hits (from its run), metric and cost (from its tags);
-    None when it was selected on other data, by another metric, or has no stored hits."""
-    import mlflow
-
+def stored_contender(store: Store, version, metric: str, digest: str) -> Contender | None:
+    """The registered ``version`` of ``store`` as a contender: its hits (from its run), metric and cost (from its
+    tags); None when it was selected on other data, by another metric, or has no stored hits."""
     metrics = registry.version_metrics(version)
     run_id = version.tags.get("run_id")
     if version.tags.get("data_digest") != digest or metric not in metrics or COST_METRIC not in metrics or not run_id:
         return None
     try:
-        stored = mlflow.artifacts.load_dict(f"runs:/{run_id}/{HITS_ARTIFACT}")
+        stored = load_hits(store, run_id)
     except Exception:  # no stored hits (a version registered before they were stored), unreadable store: the plain gate
         return None
     if registry.current_metric_name(str(stored.get("metric"))) != metric or stored.get("data_digest") != digest:
@@ -163,12 +166,89 @@ def decide(new: Contender, champion: Contender, metric: str) -> tuple[bool, str]
     return choice.winner == new.name, f"{verb} the champion by the champion rule: {choice.reason}"
 
 
-def cost_challenge(new: Contender, metric: str, digest: str) -> Callable[[object], tuple[bool, str] | None]:
-    """For :func:`papertrack.registry.register`: the rule above against whichever version is champion when
-    the registration is decided."""
+def load_hits(store: Store, run_id: str) -> dict:
+    """The hits :func:`log_hits` stored with ``run_id`` (an MLflow error when there are none)."""
+    import json
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = store.client().download_artifacts(run_id, HITS_ARTIFACT, tmp)
+        with open(path, encoding="utf-8") as file:
+            return json.load(file)
+
+
+def cost_challenge(
+    store: Store, new: Contender, metric: str, digest: str
+) -> Callable[[object], tuple[bool, str] | None]:
+    """For :func:`promotion_rule`: the rule above against whichever version is champion when the registration is
+    decided."""
 
     def challenge(champion) -> tuple[bool, str] | None:
-        stored = stored_contender(champion, metric, digest)
+        stored = stored_contender(store, champion, metric, digest)
         return None if stored is None else decide(new, stored, metric)
 
     return challenge
+
+
+def _metrics_of(version) -> dict[str, float] | None:
+    metrics = registry.version_metrics(version)
+    if registry.CV_PRIMARY_METRIC not in metrics or registry.CV_TIEBREAK_METRIC not in metrics:
+        return None
+    return metrics
+
+
+def gate(new_metrics: dict[str, float], new_digest: str, champion) -> tuple[bool, str]:
+    """The plain gate: whether the new model may become champion, and why."""
+    if champion is None:
+        return True, "no champion yet"
+    old_digest = champion.tags.get("data_digest")
+    old = _metrics_of(champion)
+    if old_digest != new_digest:
+        return True, f"training data changed (digest {old_digest} -> {new_digest}); metrics are not comparable"
+    if old is None:
+        return True, f"champion version {champion.version} has no recorded metrics"
+    primary, tiebreak = registry.ranking_metrics(new_metrics, old)
+    new_key = (round(new_metrics[primary], 6), round(new_metrics[tiebreak], 6))
+    old_key = (round(old[primary], 6), round(old[tiebreak], 6))
+    summary = (
+        f"{primary} {new_metrics[primary]:.4f} vs champion v{champion.version} "
+        f"{old[primary]:.4f} ({tiebreak} {new_metrics[tiebreak]:.4f} vs "
+        f"{old[tiebreak]:.4f}) on the same data"
+    )
+    if new_key > old_key:
+        return True, "beats the champion: " + summary
+    return False, "does not beat the champion: " + summary
+
+
+def promotion_rule(
+    metrics: dict[str, float],
+    digest: str,
+    challenge: Callable[[Any], tuple[bool, str] | None] | None = None,
+    refuse: Callable[[Any], list[str]] | None = None,
+    caveats: Sequence[str] = (),
+) -> Callable[[Any], registry.Verdict]:
+    """The decision :func:`papertrack.registry.register` applies to the champion it reads at decision time (a
+    ModelVersion, or None when nothing is registered): ``challenge(champion)``, when given, decides first (the cost
+    rule, the re-scored challenge); when it returns None, :func:`gate` decides. ``refuse(champion)``, when given,
+    lists why the model must not be promoted whatever the comparison says (the sanity checks); the first model of a
+    store is promoted all the same, its problems said. ``caveats`` are said, never refused. A champion trained on
+    other data is recorded on the new version (its ``data_change`` tag)."""
+
+    def decide(champion) -> registry.Verdict:
+        problems = refuse(champion) if refuse is not None else []
+        decided = challenge(champion) if challenge is not None and champion is not None else None
+        promote, reason = decided if decided is not None else gate(metrics, digest, champion)
+        if problems and champion is not None:
+            promote, reason = False, "not promoted: " + "; ".join(problems) + f" (otherwise: {reason})"
+        elif problems:  # nothing better to serve: the first model is champion, its problems said
+            reason += " — but check it: " + "; ".join(problems)
+        if caveats:
+            reason += " (note: " + "; ".join(caveats) + ")"
+        tags = {}
+        if champion is not None and champion.tags.get("data_digest") != digest:
+            tags["data_change"] = (
+                f"{champion.tags.get('data_digest')} -> {digest} (previous champion v{champion.version})"
+            )
+        return registry.Verdict(promote, reason, tags)
+
+    return decide
