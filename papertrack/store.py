@@ -20,8 +20,7 @@ State is passed, not set: :func:`open` decides the store from the environment an
 ``papertrack.load()`` call it. Library code takes that value and talks to MLflow through ``store.client()``
 (an ``MlflowClient`` on the store's URIs). MLflow's process-wide tracking and registry URIs are set only inside
 :func:`using`, for the few MLflow calls that read nothing else (``mlflow.pyfunc.log_model``/``load_model``,
-``mlflow.register_model``), and put back on leaving it (:func:`configure`, for scripts and notebooks, sets them for
-good). Two stores in one process work side by side.
+``mlflow.register_model``), and put back on leaving it. Two stores in one process work side by side.
 """
 
 from __future__ import annotations
@@ -125,7 +124,7 @@ def using(store: Store) -> Iterator[Store]:
     """MLflow's process-wide tracking and registry URIs point at ``store`` inside the ``with`` block and are put back
     as they were on leaving it, error or not (the environment is left as it is: nothing is exported).
 
-    With :func:`configure`, the one place papertrack touches MLflow's globals, for the calls that read nothing else:
+    The one place papertrack touches MLflow's globals, for the calls that read nothing else:
     ``mlflow.pyfunc.log_model`` / ``load_model``, ``mlflow.register_model``, ``bentoml.mlflow.import_model``. Keep
     the block small; everything else takes ``store.client()``. Not for threads that use different stores at once."""
     import mlflow
@@ -136,15 +135,6 @@ def using(store: Store) -> Iterator[Store]:
         yield store
     finally:
         _point_mlflow_at(*saved)
-
-
-def configure(create: bool = True) -> str:
-    """For scripts and notebooks only (papertrack never calls it): point MLflow's process-wide URIs at papertrack's
-    store (:func:`open`) for the rest of the process, so that ``mlflow.pyfunc.load_model("models:/papertrack@...")``
-    finds it; its tracking URI. ``with store.using(store.open(create=False)):`` does the same for a block only."""
-    opened = open(create)
-    _point_mlflow_at(opened.tracking_uri, opened.registry_uri)
-    return opened.tracking_uri
 
 
 def _point_mlflow_at(tracking_uri: str, registry_uri: str) -> None:

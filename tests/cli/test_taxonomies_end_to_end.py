@@ -115,8 +115,8 @@ import json, mlflow, pandas as pd, papertrack, papertrack.store
 model = papertrack.load()
 text = "Position: we argue that the community should rethink how machine learning research is evaluated."
 answer = model.predict([text], taxonomy="ICML 2025")[0]
-papertrack.store.configure()
-pyfunc = mlflow.pyfunc.load_model("models:/papertrack@champion")
+with papertrack.store.using(papertrack.store.open(create=False)):
+    pyfunc = mlflow.pyfunc.load_model("models:/papertrack@champion")
 frame = pyfunc.predict(pd.DataFrame({"abstract": [text]}), params={"top_k": 3, "taxonomy": "ICML 2025"})
 print(json.dumps({"taxonomies": model.taxonomies, "api": answer, "pyfunc": frame["taxonomy"].tolist(),
                   "pyfunc_tracks": [t["label"] for t in frame["tracks"][0]],
