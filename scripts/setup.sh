@@ -17,10 +17,12 @@ fi
 # missing from the installed CLI until the next install; not compat: it would put the repository root on sys.path
 # (a top-level `models`, `tests`, ... importable).
 # torch==2.13.0 is pinned in the [embeddings] extra: pip takes the local CPU wheel instead of a CUDA build.
+# --no-compile: pip byte-compiles every installed module (MLflow, BentoML, scikit-learn, pandas, ...) up front, half
+# of the core install (98.6 -> 46.8 s, quiet machine); Python compiles the modules a command imports on first use.
 if [ "${1:-all}" = core ]; then
-  .venv/bin/python -m pip install --quiet --progress-bar off -e .
+  .venv/bin/python -m pip install --quiet --progress-bar off --no-compile -e .
 else
-  .venv/bin/python -m pip install --quiet --progress-bar off -e ".[embeddings,spark,team,dev]"
+  .venv/bin/python -m pip install --quiet --progress-bar off --no-compile -e ".[embeddings,spark,team,dev]"
 fi
 .venv/bin/papertrack --help >/dev/null
 echo "papertrack installed in $(pwd)/.venv"
