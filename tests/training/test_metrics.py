@@ -128,3 +128,21 @@ def test_rank_key_prefers_primary_then_tiebreak():
     b = {"cv_label_top3": 0.8, "cv_label_macro_f1": 0.4}
     c = {"cv_label_top3": 0.79, "cv_label_macro_f1": 0.9}
     assert sorted([a, b, c], key=registry.rank_key, reverse=True) == [b, a, c]
+
+
+def test_top_k_and_macro_f1_match_a_stable_sort_and_scikit_learn_on_ties_and_absent_classes():
+    from sklearn.metrics import f1_score
+
+    from papertrack.training.scoring import macro_f1, top_k_accuracy
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        n, labels = 200, 12
+        proba = np.round(rng.random((n, labels)), 1)  # many ties, some exact zeros
+        proba[:, rng.integers(0, labels)] = 0.0  # a label no row can rank above a tie
+        y = rng.integers(0, labels - 2, n)  # two labels never true
+        for k in (1, 3, 5, labels):
+            top = np.argsort(-proba, axis=1, kind="stable")[:, :k]
+            assert top_k_accuracy(proba, y, k) == float(np.mean(np.any(top == y[:, None], axis=1)))
+        predicted = proba.argmax(axis=1)
+        assert macro_f1(y, predicted) == pytest.approx(f1_score(y, predicted, average="macro", zero_division=0))
