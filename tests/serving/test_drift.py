@@ -109,9 +109,11 @@ def test_label_command_prints_and_writes_the_drift_report(trained, tmp_path, dat
     assert 0 <= report["label_js"] <= 1 and 0 <= report["oov_share"] < 1
     assert "drift vs training data" in result.output and f"label JS {report['label_js']:.3f}" in result.output
     # "unsure" is the answers' "not confident": the same threshold for the dump and the holdout
+    from papertrack import store
     from papertrack.models.artifact import load_predictor
 
-    predictor, _ = load_predictor(trained["model_uri"])
+    with store.using(trained["store"]):
+        predictor, _ = load_predictor(trained["model_uri"])
     assert predictor.training_profile.unsure_below == predictor.confidence.top1_threshold
     assert report["unsure_rule"].endswith("(not confident)")
     rows = [json.loads(line) for line in rows]
