@@ -319,7 +319,8 @@ def test_train_and_label_are_quiet_and_report_a_subarea_typo(labeled_subset, tmp
 PAGE_JS = Path(__file__).resolve().parents[2] / "serving" / "http" / "page" / "static" / "page.js"
 
 
-def test_the_page_csv_is_the_cli_csv():  # mock answers: no model, no server (not slow)
+@pytest.mark.slow  # mock answers, no model, no server — but Chromium starts: 2.3 s (--durations)
+def test_the_page_csv_is_the_cli_csv():
     if not Path(CHROMIUM).exists():
         pytest.skip("Chromium is missing")
     playwright_api = pytest.importorskip("playwright.sync_api")

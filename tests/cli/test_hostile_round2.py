@@ -61,6 +61,7 @@ def read_in_child(path: Path) -> tuple[list[str], int]:
 # --------------------------------------------------------------------------- 4. memory
 
 
+@pytest.mark.slow  # 1.3-1.7 s each (--durations)
 @pytest.mark.parametrize("name", ["bomb.jsonl.gz", "bomb.txt.gz"])
 def test_a_gzip_of_one_huge_line_is_one_error_row_in_bounded_memory(tmp_path, name):
     """305 kB of gzip holding one 300 MB line made `label` peak at 1.36 GB (the line was read whole)."""
@@ -299,6 +300,7 @@ def test_train_with_a_label_per_record_is_refused_up_front(tmp_path):
     assert not (tmp_path / "home").exists() or not any((tmp_path / "home").rglob("*.pkl"))
 
 
+@pytest.mark.slow  # 1.5 s (--durations)
 def test_a_label_count_that_does_not_fit_in_memory_is_refused_naming_the_fix(tmp_path):
     from papertrack.errors import UsageError
     from papertrack.training import preflight

@@ -1,11 +1,11 @@
 """Parsing time grows linearly with the input (hostile input, round three, item 2): the authors-line pattern
 ``\\s*(?:等|et\\s+al\\.?)$`` was tried at every position of a run of spaces, quadratic — 'a' + 100,000 spaces +
 'b' took ~59 s, and `label` of a 100 KB dump 165 s. Every layout is read here with runs of whitespace (and of
-the characters the other patterns look for) in every field, at sizes 5k/10k/20k/40k: the time of the largest
-over the smallest must stay near 8 (linear), not 64 (quadratic).
+the characters the other patterns look for) in every field, at 5k and 40k characters: the time of the larger
+over the smaller must stay near 8 (linear), not 64 (quadratic).
 
 Times are CPU time of this process (``time.process_time``), the best of three, each a loop of calls lasting at
-least 50 ms: other processes on a loaded machine do not count, and tiny inputs are not measured by one call."""
+least 30 ms: other processes on a loaded machine do not count, and tiny inputs are not measured by one call."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from papertrack.features.ingest import iter_records
 from papertrack.features.ingest.text_blocks import looks_like_authors, split_et_al
 
-SIZES = (5_000, 10_000, 20_000, 40_000)
+SIZES = (5_000, 40_000)  # two sizes are the ratio; more only cost time in the fast suite
 MAX_RATIO = 24.0  # 40k / 5k: 8 when linear, 64 when quadratic; room for cache effects and per-call overhead
 ONE_CALL_LIMIT = 5.0  # seconds of CPU for one parse of the largest size (the quadratic code: ~10 s)
 FILLERS = (" ", "\t\u3000", " et", ".a ")  # whitespace runs, and runs of what the patterns look for
@@ -51,7 +51,7 @@ def layouts(n: int, fill: str) -> dict[str, bytes]:
 
 
 def cpu_seconds(call) -> float:
-    """CPU seconds of one ``call()``: the best of three loops of at least 50 ms each."""
+    """CPU seconds of one ``call()``: the best of three loops of at least 30 ms each."""
     best = float("inf")
     for _ in range(3):
         calls, started = 0, time.process_time()
@@ -60,7 +60,7 @@ def cpu_seconds(call) -> float:
             calls += 1
             spent = time.process_time() - started
             assert calls > 1 or spent < ONE_CALL_LIMIT, f"one call took {spent:.1f} s of CPU"
-            if spent >= 0.05:
+            if spent >= 0.03:
                 break
         best = min(best, spent / calls)
     return best
@@ -99,6 +99,7 @@ def test_the_issues_repro_is_instant():
 OLD_MARKER = re.compile(r"\s*(?:等|et\s+al\.?)$")
 
 
+@pytest.mark.slow  # 1.8 s (--durations)
 @settings(max_examples=2000, derandomize=True, deadline=None)
 @given(st.text(alphabet=st.sampled_from([" ", "\t", "\u3000", "e", "t", "a", "l", ".", "等", "x", ","])))
 def test_split_et_al_removes_what_the_old_pattern_removed(text):

@@ -135,6 +135,7 @@ def test_whole_requests_are_answered_and_keep_alive_still_works(deadline_server)
         assert answer_of(sock, 3).startswith(b"HTTP/1.1 200")
 
 
+@pytest.mark.slow  # 1.5 s (--durations)
 def test_a_slow_handler_is_not_cut_off_and_the_deadline_restarts_after_its_answer(deadline_server):
     """The deadline is for receiving a request only: an answer that takes twice the deadline still arrives on the
     open connection, and once it is sent the server arms the deadline again — the idle connection is closed one
