@@ -76,16 +76,26 @@ def encoding_problem(body: bytes) -> str | None:
 
 
 def lone_surrogate(text: str) -> tuple[str, int] | None:
-    """The first lone UTF-16 surrogate escape in JSON text (``\\udc00``) and its offset, else None."""
-    match = _LONE_SURROGATE.search(text)
-    return (match.group(0), match.start()) if match else None
+    """The first lone UTF-16 surrogate escape in JSON text (``\\udc00``) and its offset, else None: a \\uD800-\\uDBFF
+    escape (not itself escaped by a backslash) not followed by a \\uDC00-\\uDFFF one, or a \\uDC00-\\uDFFF escape
+    not preceded by a high one's digits.
+
+    The scan looks for surrogate escapes only (a pattern that starts with the literal ``\\u``, which the regular
+    expression engine finds with a fast search) and checks each one's neighbours: one pattern with look-behinds
+    was tried at every character, ~1.4 ms for a 20 KB body, in the event loop of every 400 answer."""
+    for match in _SURROGATE_ESCAPE.finditer(text):
+        start, end = match.span()
+        if match.group(1) in "89abAB":  # high: lone unless the low half follows
+            if text[start - 1 : start] != "\\" and not _LOW_ESCAPE.match(text, end):
+                return match.group(0), start
+        elif not _HIGH_DIGITS.fullmatch(text, max(0, start - 4), start):  # low: lone unless a high half precedes
+            return match.group(0), start
+    return None
 
 
-# a \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or a \uDC00-\uDFFF one not preceded by one
-_LONE_SURROGATE = re.compile(
-    r"(?<!\\)\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-    r"|(?<![dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
-)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD]([89a-fA-F])[0-9a-fA-F]{2}")
+_LOW_ESCAPE = re.compile(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_HIGH_DIGITS = re.compile(r"[dD][89abAB][0-9a-fA-F]{2}")
 
 
 async def send_rewritten_400(send, start: dict, body: bytes, request_body: bytes = b"") -> None:
