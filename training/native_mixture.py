@@ -74,9 +74,10 @@ def mix_results(
 ) -> np.ndarray | None:
     """Mix every result's out-of-fold answers on ``split`` with the native model's (nested shares, see the
     module's docstring) and re-score its ``cv_*`` metrics; sets each result's ``native_share`` (the refit's),
-    ``native_share`` metric and per-fold shares. Nothing changes when ``data`` has no own papers apart from
-    mapped ones (a taxonomy that is not crosswalked) or :func:`native_oof` cannot fit. Returns the native model's
-    out-of-fold probabilities (None when nothing was mixed). ``insample_*`` metrics stay the candidate's own."""
+    ``native_share`` metric and per-fold shares. The majority baseline is left as it is. Nothing changes when
+    ``data`` marks no row as mapped in (a taxonomy that is not crosswalked) or :func:`native_oof` cannot fit.
+    Returns the native model's out-of-fold probabilities (None when nothing was mixed). ``insample_*`` metrics
+    stay the candidate's own."""
     if data.native is None:
         return None
     native = native_oof(data, split, seed, n_jobs)
@@ -85,6 +86,8 @@ def mix_results(
     rows = scored_rows(split, len(data.y))
     rows = np.arange(len(data.y)) if rows is None else rows
     for result in results:
+        if result.candidate.family == "baseline":  # the floor every model must clear stays the floor
+            continue
         base = result.cv.oof_proba
         mixed = base.copy()
         shares = []

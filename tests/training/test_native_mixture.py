@@ -154,3 +154,16 @@ def test_the_refit_head_answers_with_the_mixture_and_the_default_taxonomy_withou
     labels = np.asarray(head.data.space.labels)[predictor.predict_proba(texts).argmax(axis=1)]
     assert labels.tolist() == ["Social Aspects · Safety", "Social Aspects · Security"]
     assert sum(w for _, _, w in classifier.members_) == pytest.approx(1.0)
+
+
+def test_the_majority_baseline_is_not_mixed(heads):
+    head = heads.heads[1]
+    config = SweepConfig(candidate_names=["majority-baseline"], folds=3, seed=0, register=False)
+    (result,) = pipeline.evaluate_head([CANDIDATES["majority-baseline"]], head, config, Listener()).values()
+    own = head.data.native_rows
+    assert result.native_share == 0 and "native_share" not in result.metrics
+    # every own paper gets its training side's label frequencies: the same row for every paper of a fold
+    assert all(
+        len(np.unique(result.cv.oof_proba[test], axis=0)) == 1
+        for _, test in known_names_split(head.data.y, head.data.space, own, 3, 0)
+    )
