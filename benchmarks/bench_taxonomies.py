@@ -28,7 +28,7 @@ import numpy as np
 from papertrack import settings
 from papertrack.features.crosswalk import shipped_crosswalks
 from papertrack.models.confidence import calibrate
-from papertrack.training import taxonomies
+from papertrack.training import native_mixture, taxonomies
 from papertrack.training.champion import paired_bootstrap
 from papertrack.training.config import SweepConfig
 from papertrack.training.cv import fold_indices, known_names_split
@@ -135,6 +135,8 @@ def main() -> None:
                 else known_names_split(head.data.y, head.data.space, head.data.native_rows, 5, seed)
             )
             results = evaluate_candidates(candidates, head.data, split, seed, None, (), temporal, args.jobs)
+            if head.crosswalk is not None:  # what the sweep does (training.pipeline.evaluate_head)
+                native_mixture.mix_results(results, head.data, split, seed, args.jobs)
             per_head.append(head_figures(head, {r.candidate.name: r for r in results}, args.candidate))
         if not args.no_union:
             union = union_hits(records, candidates, seed, args.jobs, args.main_folds)

@@ -76,6 +76,8 @@ class CandidateResult:
     temporal: ShiftResult | None = field(default=None, repr=False)
     # the same candidate evaluated in each other taxonomy the sweep answers in (training.taxonomies), by name
     heads: dict[str, CandidateResult] = field(default_factory=dict, repr=False)
+    # a crosswalked taxonomy's result: the share of the native model in the refit (training.native_mixture)
+    native_share: float = 0.0
 
     @property
     def selection(self) -> str:

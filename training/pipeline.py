@@ -21,7 +21,7 @@ from papertrack.models.candidates import Candidate
 from papertrack.models.card import ModelCard
 from papertrack.models.drift import build_profile
 from papertrack.registry import ranking_metrics
-from papertrack.training import artifact_extras, preflight, taxonomies
+from papertrack.training import artifact_extras, native_mixture, preflight, taxonomies
 from papertrack.training.champion import ChampionChoice, Contender, choose_champion, promotion
 from papertrack.training.config import SweepConfig
 from papertrack.training.cv import check_trainable, fold_indices, known_names_split
@@ -219,7 +219,9 @@ def evaluate_head(
 ) -> dict[str, CandidateResult]:
     """Every candidate in one other taxonomy: "new names known" — stratified k-fold over its own papers, every
     older paper mapped through its crosswalk on the training side of each fold — and its temporal holdout
-    (trained on the earlier years' papers in its names, tested on its own latest-year papers). The progress is
+    (trained on the earlier years' papers in its names, tested on its own latest-year papers). A crosswalked
+    taxonomy's known figures are of each candidate mixed with a model of its own papers
+    (:mod:`papertrack.training.native_mixture`); its temporal ones are the candidate's own. The progress is
     the listener's; the results are kept for :func:`merge_heads` (not logged as runs of their own)."""
     data = head.data
     temporal, _ = temporal_direction(data)
@@ -227,6 +229,8 @@ def evaluate_head(
     results = evaluate_candidates(
         candidates, data, split, config.seed, _ProgressOnly(listener), (), temporal, config.n_jobs
     )
+    if head.crosswalk is not None:  # mixed with a model of its own papers (its temporal holdout has none)
+        native_mixture.mix_results(results, data, split, config.seed, config.n_jobs)
     return {r.candidate.name: r for r in results}
 
 
@@ -296,6 +300,8 @@ def merge_heads(result: CandidateResult, default: str, others: dict[str, tuple[C
                 pooled[m].append((other.metrics[f"temporal_{m}"], n))
         for m in HEAD_METRICS:  # its k-fold scored its own papers only (training.cv.known_names_split)
             metrics[f"known_{m}.{slug}"] = other.metrics[f"cv_{m}"]
+        if "native_share" in other.metrics:
+            metrics[f"known_native_share.{slug}"] = other.metrics["native_share"]
     for m, parts in pooled.items():
         if len(parts) > 1:
             if m == "label_macro_f1":
@@ -377,7 +383,7 @@ def refit(
         # side, like the refit model (its temporal holdout, trained on older names only, is far less sure)
         native = head.data.native_rows
         known = (result.cv.oof_proba[native], head.data.y[native], "new-names-known")
-        jobs.append((result, head.data, seed, use_title, known, native))
+        jobs.append((result, head.data, seed, use_title, known, native, result.native_share))
     if n_jobs > 1 and len(jobs) > 1:
         from joblib import Parallel, delayed
 
@@ -401,8 +407,18 @@ def _refit_one(
     use_title: bool,
     held_out: tuple | None = None,
     profiled: np.ndarray | None = None,
+    native_share: float = 0.0,
 ) -> Refit:
     classifier = winner.candidate.build(data.space.n_labels, seed).fit(data.texts, data.y)
+    if native_share > 0 and profiled is not None:  # a crosswalked taxonomy: mixed with a model of its own papers
+        from papertrack.models.native_mixture import NativeMixture
+
+        own = native_mixture.build_native(data.space.n_labels, seed).fit(
+            [data.texts[i] for i in profiled], data.y[profiled]
+        )
+        classifier = NativeMixture(
+            classifier, own, native_share, data.space.n_labels, f"{native_mixture.NATIVE_CANDIDATE} (own papers)"
+        )
     card = ModelCard(
         candidate=winner.candidate.name,
         family=winner.candidate.family,
