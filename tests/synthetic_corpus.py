@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
+from papertrack.features.ingest import Record
 from papertrack.features.text import tfidf
 from papertrack.models.artifact import TrackPredictor
 from papertrack.models.card import ModelCard
@@ -68,3 +69,24 @@ def fitted_predictor(per_label: int = 30, seed: int = 0) -> tuple[TrackPredictor
 
 
 __all__ = ["TOPICS", "corpus", "fitted_predictor", "paper"]
+
+
+def venue_records(names: dict[str, str], venue: str, year: int, per_label: int, seed: int) -> list[Record]:
+    """``per_label`` synthetic papers of each label of ``names`` (label -> its topic words), from ``venue`` ``year``
+    (origin "VENUE YEAR", source "venueYEAR.jsonl")."""
+    rng = np.random.default_rng(seed)
+    return [
+        Record(
+            id=f"{venue}{year}-{label}-{i}",
+            abstract=paper(words.split(), rng),
+            title=None,
+            label=label,
+            area=None,
+            subarea=None,
+            source=f"{venue.lower()}{year}.jsonl",
+            line=i + 1,
+            origin=f"{venue} {year}",
+        )
+        for label, words in names.items()
+        for i in range(per_label)
+    ]

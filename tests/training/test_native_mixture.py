@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from papertrack.features.crosswalk import read_crosswalk
-from papertrack.features.ingest import Record
 from papertrack.models.catalogue import CANDIDATES
 from papertrack.models.native_mixture import NativeMixture, mix
 from papertrack.training import native_mixture, pipeline, taxonomies
@@ -19,7 +18,7 @@ from papertrack.training.evaluation import Listener, evaluate_candidates
 from papertrack.training.planning import Holdouts
 from papertrack.training.renames import RenameMap
 from papertrack.training.scoring import evaluate
-from tests.synthetic_corpus import paper
+from tests.synthetic_corpus import venue_records
 
 # The older papers teach NEW 2025's "Safety" from an old track that held its "Security" papers too (the crosswalk
 # gives Security too small a share to be taught): a model of the many older papers calls NEW 2025's security papers
@@ -45,30 +44,11 @@ map:
 """
 
 
-def _records(names: dict[str, str], venue: str, year: int, per_label: int, seed: int) -> list[Record]:
-    rng = np.random.default_rng(seed)
-    return [
-        Record(
-            id=f"{venue}{year}-{label}-{i}",
-            abstract=paper(words.split(), rng),
-            title=None,
-            label=label,
-            area=None,
-            subarea=None,
-            source=f"{venue.lower()}{year}.jsonl",
-            line=i + 1,
-            origin=f"{venue} {year}",
-        )
-        for label, words in names.items()
-        for i in range(per_label)
-    ]
-
-
 @pytest.fixture(scope="module")
 def heads(tmp_path_factory):
     path = tmp_path_factory.mktemp("cw") / "old-to-new.yaml"
     path.write_text(CROSSWALK, encoding="utf-8")
-    records = [*_records(OLD, "OLD", 2024, 80, 0), *_records(NEW, "NEW", 2025, 9, 1)]
+    records = [*venue_records(OLD, "OLD", 2024, 80, 0), *venue_records(NEW, "NEW", 2025, 9, 1)]
     return taxonomies.build(records, RenameMap.with_extra(()), [read_crosswalk(path)])
 
 

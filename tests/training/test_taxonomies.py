@@ -8,14 +8,13 @@ import pytest
 
 from papertrack.errors import UsageError
 from papertrack.features.crosswalk import read_crosswalk
-from papertrack.features.ingest import Record
 from papertrack.models.confidence import Confidence
 from papertrack.models.request import TopKError
 from papertrack.training import taxonomies
 from papertrack.training.champion import promotion
 from papertrack.training.data import temporal_direction
 from papertrack.training.renames import RenameMap
-from tests.synthetic_corpus import TOPICS, paper
+from tests.synthetic_corpus import TOPICS, venue_records
 
 OLD = {  # 2024 names -> topic words
     "Theory · Learning Theory": TOPICS["Theory · Learning Theory"],
@@ -42,35 +41,14 @@ map:
 """
 
 
-def _records(names: dict[str, str], venue: str, year: int, per_label: int, seed: int) -> list[Record]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for label, words in names.items():
-        for i in range(per_label):
-            out.append(
-                Record(
-                    id=f"{venue}{year}-{label}-{i}",
-                    abstract=paper(words.split(), rng),
-                    title=None,
-                    label=label,
-                    area=None,
-                    subarea=None,
-                    source=f"{venue.lower()}{year}.jsonl",
-                    line=i + 1,
-                    origin=f"{venue} {year}",
-                )
-            )
-    return out
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     path = tmp_path_factory.mktemp("cw") / "old-to-new.yaml"
     path.write_text(CROSSWALK, encoding="utf-8")
     records = [
-        *_records(OLD, "OLD", 2024, 12, 0),
-        *_records(OLD, "OTHER", 2024, 12, 1),
-        *_records(NEW, "NEW", 2025, 10, 2),
+        *venue_records(OLD, "OLD", 2024, 12, 0),
+        *venue_records(OLD, "OTHER", 2024, 12, 1),
+        *venue_records(NEW, "NEW", 2025, 10, 2),
     ]
     return records, taxonomies.build(records, RenameMap.with_extra(()), [read_crosswalk(path)])
 
@@ -121,7 +99,7 @@ def test_a_crosswalk_whose_target_has_no_papers_is_said_and_not_used(tmp_path, b
 def test_older_names_the_target_lacks_teach_their_area_and_are_said(tmp_path):
     path = tmp_path / "partial.yaml"
     path.write_text("to: NEW 2025\nmap:\n  Theory · Learning Theory: Theory · Learning Theory\n", encoding="utf-8")
-    records = [*_records(OLD, "OLD", 2024, 5, 0), *_records({**NEW, "Theory": "theorem"}, "NEW", 2025, 5, 1)]
+    records = [*venue_records(OLD, "OLD", 2024, 5, 0), *venue_records({**NEW, "Theory": "theorem"}, "NEW", 2025, 5, 1)]
     heads = taxonomies.build(records, RenameMap.with_extra(()), [read_crosswalk(path)])
     new = heads.heads[1].data
     # 'Theory · Learning Theory' exists in NEW; 'Deep Learning · Attention Mechanisms' too; the Misc and
