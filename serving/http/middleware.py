@@ -309,17 +309,14 @@ class RequestGuard:
                         f"Send fewer papers per request (or use `papertrack label` for dumps)."
                     ),
                 )
-        else:
+        # a body of unknown size is read first (to the limit); so is a large one: a client that sends slowly must
+        # not hold a turn
+        if length is None or size >= LARGE_BODY_BYTES:
             buffered = await self._buffered(receive, send)
             if buffered is None:
                 return None
             receive, size = buffered
         if size >= LARGE_BODY_BYTES:
-            if length is not None:  # read it all first: a client that sends slowly must not hold a turn
-                buffered = await self._buffered(receive, send)
-                if buffered is None:
-                    return None
-                receive = buffered[0]
             async with self.large_turns():
                 return await self._guarded(scope, receive, send)
         return await self._guarded(scope, receive, send)
@@ -358,8 +355,8 @@ class RequestGuard:
         await self.app(scope, keeping, explaining_400)
 
     async def _buffered(self, receive, send):
-        """Read a body without Content-Length (chunked) up to the limit: a receive that replays it, and its size;
-        None after answering 413."""
+        """Read the whole body up to the limit (also when it has no Content-Length: chunked): a receive that
+        replays it, and its size; None after answering 413."""
         chunks, size = [], 0
         while True:
             message = await receive()
