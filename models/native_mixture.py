@@ -55,10 +55,8 @@ class NativeMixture:
 
     @property
     def members_(self) -> list[tuple[str, Any, float]]:
-        inner = getattr(self.base, "members_", None)
-        base = [(name, model, (1.0 - self.alpha) * w) for name, model, w in inner] if inner else []
-        if not inner:
-            base = [("base", self.base, 1.0 - self.alpha)]
+        inner = getattr(self.base, "members_", None) or [("base", self.base, 1.0)]
+        base = [(name, model, (1.0 - self.alpha) * w) for name, model, w in inner]
         return [*base, (self.native_name, self.native, self.alpha)]
 
     def text_features(self, texts: Sequence[str]):

@@ -58,6 +58,16 @@ def build_native(n_labels: int, seed: int):
     return CANDIDATES[NATIVE_CANDIDATE].build(n_labels, seed)
 
 
+def refit_mixture(classifier, data: TrainingSet, share: float, seed: int):
+    """The refit model of a crosswalked taxonomy: ``classifier`` (fitted on every row of ``data``) mixed at ``share``
+    with the native model fitted on the taxonomy's own papers."""
+    from papertrack.models.native_mixture import NativeMixture
+
+    own = data.native_rows
+    native = build_native(data.space.n_labels, seed).fit([data.texts[i] for i in own], data.y[own])
+    return NativeMixture(classifier, native, share, data.space.n_labels, f"{NATIVE_CANDIDATE} (own papers)")
+
+
 def native_oof(data: TrainingSet, split: Split, seed: int, n_jobs: int = 1) -> np.ndarray | None:
     """Out-of-fold probabilities of the native model on ``split``'s test rows, each fold's model fitted on its
     training side's own papers only; None when some fold's own papers hold fewer than 2 labels (nothing to fit)."""

@@ -410,15 +410,8 @@ def _refit_one(
     native_share: float = 0.0,
 ) -> Refit:
     classifier = winner.candidate.build(data.space.n_labels, seed).fit(data.texts, data.y)
-    if native_share > 0 and profiled is not None:  # a crosswalked taxonomy: mixed with a model of its own papers
-        from papertrack.models.native_mixture import NativeMixture
-
-        own = native_mixture.build_native(data.space.n_labels, seed).fit(
-            [data.texts[i] for i in profiled], data.y[profiled]
-        )
-        classifier = NativeMixture(
-            classifier, own, native_share, data.space.n_labels, f"{native_mixture.NATIVE_CANDIDATE} (own papers)"
-        )
+    if native_share > 0:  # a crosswalked taxonomy: mixed with a model of its own papers
+        classifier = native_mixture.refit_mixture(classifier, data, native_share, seed)
     card = ModelCard(
         candidate=winner.candidate.name,
         family=winner.candidate.family,
