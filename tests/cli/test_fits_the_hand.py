@@ -473,7 +473,7 @@ def test_build_works_from_an_installed_package_and_packs_the_champions_requireme
         names = set(tar.getnames())
         requirements = tar.extractfile("./env/python/requirements.txt").read().decode().splitlines()
     assert "./env/python/wheels/papertrack-0.1.0-py3-none-any.whl" in names
-    assert any(name.endswith("mlflow_model/artifacts/predictor.joblib") for name in names)
+    assert any(name.endswith("mlflow_model/artifacts/predictor.pkl") for name in names)
     pinned = {line.split("==")[0] for line in requirements if "==" in line}
     assert {"scikit-learn", "numpy", "mlflow", "bentoml"} <= pinned, requirements  # the champion's own pins
     assert not any(line.startswith("papertrack") for line in requirements)

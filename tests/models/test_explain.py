@@ -167,7 +167,7 @@ def test_neighbours_find_the_training_abstract_itself():
 
 
 def test_the_trained_artifact_carries_a_compact_neighbour_index(trained):
-    import joblib
+    import pickle
 
     from papertrack import store
     from papertrack.models.artifact import load_predictor
@@ -181,11 +181,8 @@ def test_the_trained_artifact_carries_a_compact_neighbour_index(trained):
     found = predictor.neighbors.query(records[3]["abstract"], k=1)[0]
     assert found["id"] == records[3]["id"] and found["label"] == records[3]["label"]
     assert found["title"] == records[3]["title"]
-    import io
-
-    buffer = io.BytesIO()
-    joblib.dump(predictor.neighbors, buffer, compress=3)  # the index as the artifact stores it
-    assert 0 < len(buffer.getvalue()) < 2_000_000
+    stored = pickle.dumps(predictor.neighbors, protocol=5)  # the index as the artifact stores it
+    assert 0 < len(stored) < 2_000_000
 
 
 # --------------------------------------------------------------------------- the service (over HTTP)

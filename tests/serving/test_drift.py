@@ -89,7 +89,7 @@ def test_unseen_vocabulary_raises_the_out_of_vocabulary_share(fitted):
 
 def test_the_profile_survives_save_and_load(fitted, tmp_path):
     predictor, texts, _ = fitted
-    loaded = TrackPredictor.load(predictor.save(tmp_path / "p.joblib"))
+    loaded = TrackPredictor.load(predictor.save(tmp_path / "p.pkl"))
     assert loaded.training_profile.vocabulary == predictor.training_profile.vocabulary
 
 

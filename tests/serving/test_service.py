@@ -375,7 +375,7 @@ def test_bentoml_build_packs_the_wheel_and_the_model(imported, bento_home, tmp_p
     version = str(imported.tag).split(":")[1]
     assert f"./env/python/wheels/{wheel.name}" in names
     assert f"./models/papertrack/{version}/mlflow_model/MLmodel" in names
-    assert f"./models/papertrack/{version}/mlflow_model/artifacts/predictor.joblib" in names
+    assert f"./models/papertrack/{version}/mlflow_model/artifacts/predictor.pkl" in names
     assert not any(name.startswith("./src/papertrack") for name in names)  # no shadowing copy of the package
 
 
