@@ -39,8 +39,7 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     from papertrack import store
-    from papertrack.training.report import runs_view_url
-    from papertrack.training.sweep_logging import RUNS_VIEW_KEY, SHARED_VIEW_TAG
+    from papertrack.training.runs_link import RUNS_VIEW_KEY, SHARED_VIEW_TAG, runs_view_url
 
     opened = store.open()
     uri = opened.tracking_uri

@@ -6,7 +6,7 @@ store's own folder, MLflow's job execution off) on the store every papertrack co
 never created), waits until it answers, then prints — and opens in the browser, unless ``--no-browser`` — the runs
 view of the papertrack experiment: ``workflowType=machine_learning`` (the runs table, not the GenAI overview) and
 ``viewStateShareKey`` (the view ``train`` stores with the experiment: the latest sweep's candidates with the
-leaderboard's metric columns, best first); see :func:`papertrack.training.report.runs_view_url`. With a tracking
+leaderboard's metric columns, best first); see :func:`papertrack.training.runs_link.runs_view_url`. With a tracking
 server (``MLFLOW_TRACKING_URI=http://…``) the server is the UI: the link is printed and nothing is started.
 """
 
@@ -51,7 +51,7 @@ def runs_link(store, base: str) -> str:
     """The runs view of the papertrack experiment of ``store`` on the UI at ``base``; ``base`` itself when there is
     none yet."""
     from papertrack.training.leaderboard import runs_view
-    from papertrack.training.report import runs_view_url
+    from papertrack.training.runs_link import runs_view_url
 
     experiment_id, view = runs_view(store)
     return runs_view_url(base, experiment_id, view) if experiment_id is not None else base

@@ -53,9 +53,9 @@ def train(
     """Evaluate every candidate (one MLflow run each) on next year's papers, refit the best, register it."""
     from papertrack import store
     from papertrack.features.ingest.columns import check_inputs, use_columns
-    from papertrack.training.report import print_results, print_runs_link
+    from papertrack.training.report import print_results
+    from papertrack.training.runs_link import RUNS_VIEW_KEY, print_runs_link
     from papertrack.training.sweep import run_sweep
-    from papertrack.training.sweep_logging import RUNS_VIEW_KEY
 
     config = SweepConfig(
         data_paths=data or (),
@@ -97,7 +97,7 @@ def runs(
     """Leaderboard of candidate runs from MLflow (best first; * marks the registered champion's run)."""
     from papertrack import registry, store
     from papertrack.training.leaderboard import leaderboard, runs_view
-    from papertrack.training.report import print_runs_link
+    from papertrack.training.runs_link import print_runs_link
 
     if as_json and as_csv:
         raise typer.BadParameter("choose one of --json and --csv")

@@ -33,7 +33,7 @@ LEGACY = {new: old for old, new in LEGACY_METRIC_NAMES.items()}
 def runs_view(store: Store) -> tuple[str | None, str | None]:
     """(the papertrack experiment's id, the key of its stored runs view) in ``store``; None for what
     is not there (no ``train`` yet; trained by a version that stored no view)."""
-    from papertrack.training.sweep_logging import RUNS_VIEW_KEY, SHARED_VIEW_TAG
+    from papertrack.training.runs_link import RUNS_VIEW_KEY, SHARED_VIEW_TAG
 
     experiment = store.experiment()
     if experiment is None:

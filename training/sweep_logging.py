@@ -31,6 +31,7 @@ from papertrack.training.data import TrainingSet, labels_by_year
 from papertrack.training.evaluation import CandidateResult, Listener
 from papertrack.training.pipeline import Embedded, Prepared, Refit, contender
 from papertrack.training.planning import CandidatePlan, Holdouts
+from papertrack.training.runs_link import RUNS_VIEW_KEY, SHARED_VIEW_TAG
 from papertrack.training.taxonomies import taxonomy_slug
 
 if TYPE_CHECKING:
@@ -39,10 +40,6 @@ if TYPE_CHECKING:
 CORE_REQUIREMENTS = ("scikit-learn", "numpy", "pandas", "scipy", "joblib", "mlflow", "lightgbm")
 # MLflow 3 opens an experiment on its GenAI overview unless it is marked as model development
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
-# the runs table as papertrack shows it: an experiment tag that MLflow's UI reads as a shared view (the link's
-# ``viewStateShareKey``); see :func:`papertrack.training.report.runs_view_url`
-RUNS_VIEW_KEY = "papertrack-leaderboard"
-SHARED_VIEW_TAG = "mlflow.sharedViewState."
 RUNS_VIEW_METRICS = (
     "temporal_label_top3",
     "temporal_label_top1",
