@@ -17,7 +17,6 @@ import numpy as np
 
 from papertrack.models.confidence import calibrate, cross_conformal, risk_coverage
 from papertrack.models.neighbors import NeighborIndex
-from papertrack.training import plots
 from papertrack.training.data import TrainingSet
 
 COVERAGE_TOLERANCE = 0.02  # the empirical coverage should be within this of the nominal one
@@ -47,7 +46,6 @@ def log_calibration(run, confidence, held_out_proba: np.ndarray, held_out_y: np.
     run.dict(confidence.to_dict(), f"confidence/calibration{suffix}.json")
     fig = risk_coverage_figure(held_out_proba, held_out_y, confidence)
     run.figure(fig, f"plots/risk_coverage{suffix}.png")
-    plots.close(fig)
 
 
 def describe(confidence, source: str) -> tuple[str, str]:
@@ -65,10 +63,11 @@ def describe(confidence, source: str) -> tuple[str, str]:
 def risk_coverage_figure(proba: np.ndarray, y: np.ndarray, confidence):
     """Left: top-1 risk against the share of abstracts answered as the top-1 threshold falls, with the
     confident threshold marked. Right: cross-conformal coverage of the prediction sets against nominal."""
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     share, risk, _ = risk_coverage(proba, y)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.6))
+    fig = Figure(figsize=(11, 4.6))
+    left, right = fig.subplots(1, 2)
     left.plot(share, risk, color="tab:blue", label="top-1 risk (1 - precision)")
     left.axhline(
         1 - confidence.target_precision,

@@ -1,17 +1,18 @@
-"""Figures logged with every candidate run: confusion matrices, per-class F1, reliability."""
+"""Figures logged with every candidate run: confusion matrices, per-class F1, reliability.
+
+Each is a :class:`matplotlib.figure.Figure` made without pyplot (no global figure registry, nothing to close):
+the sweep draws them on a background thread while the next candidates are fitted
+(:class:`papertrack.training.sweep_logging.SweepLogger`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+from sklearn.metrics import confusion_matrix
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from sklearn.metrics import confusion_matrix  # noqa: E402
-
-from papertrack.training.scoring import reliability  # noqa: E402
+from papertrack.training.scoring import reliability
 
 
 def confusion_figure(y: np.ndarray, predicted: np.ndarray, names: Sequence[str], title: str):
@@ -21,7 +22,8 @@ def confusion_figure(y: np.ndarray, predicted: np.ndarray, names: Sequence[str],
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.nan_to_num(matrix / matrix.sum(axis=1, keepdims=True))
     size = max(9.0, 0.17 * n + 5)  # room for long "Area · Subarea" tick labels
-    fig, ax = plt.subplots(figsize=(size, size), layout="constrained")
+    fig = Figure(figsize=(size, size), layout="constrained")
+    ax = fig.add_subplot()
     image = ax.imshow(share, cmap="Blues", vmin=0, vmax=1)
     ax.set_xticks(range(n), names, rotation=90, fontsize=6 if n > 20 else 9)
     ax.set_yticks(range(n), names, fontsize=6 if n > 20 else 9)
@@ -48,7 +50,8 @@ def confusion_figure(y: np.ndarray, predicted: np.ndarray, names: Sequence[str],
 def per_class_f1_figure(names: Sequence[str], f1: np.ndarray, support: np.ndarray, title: str):
     """Horizontal bars of F1 per class, sorted, with the support in the label."""
     order = np.argsort(f1)
-    fig, ax = plt.subplots(figsize=(8, max(4.0, 0.17 * len(names) + 1.5)))
+    fig = Figure(figsize=(8, max(4.0, 0.17 * len(names) + 1.5)))
+    ax = fig.add_subplot()
     ax.barh(range(len(names)), f1[order], color="tab:blue")
     ax.set_yticks(range(len(names)), [f"{names[i]} (n={support[i]})" for i in order], fontsize=6)
     ax.set_xlim(0, 1)
@@ -62,7 +65,8 @@ def reliability_figure(proba: np.ndarray, y: np.ndarray, title: str, bins: int =
     """Reliability diagram of the top-1 prediction, with the bin counts underneath."""
     r = reliability(proba, y, bins)
     centers = (r["edges"][:-1] + r["edges"][1:]) / 2
-    fig, (ax, counts) = plt.subplots(2, 1, figsize=(5.5, 6), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    fig = Figure(figsize=(5.5, 6))
+    ax, counts = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
     ax.plot([0, 1], [0, 1], "--", color="grey", label="perfect calibration")
     filled = r["count"] > 0
     ax.plot(r["confidence"][filled], r["accuracy"][filled], "o-", label="model")
@@ -76,7 +80,3 @@ def reliability_figure(proba: np.ndarray, y: np.ndarray, title: str, bins: int =
     counts.set_xlim(0, 1)
     fig.tight_layout()
     return fig
-
-
-def close(fig) -> None:
-    plt.close(fig)

@@ -1,7 +1,8 @@
 """The sweep's MLflow layer: one parent run per ``train`` call (parameters, the dataset, the label distribution,
 the majority baseline, the champion's choice and a description with the leaderboard), one nested run per
-candidate (:class:`CandidateLogger`), the winner's prediction artifact logged in its own run, and the
-registration behind the promotion gate. Everything it logs comes from :mod:`papertrack.training.pipeline`.
+candidate (created as each finishes, written by a background thread while the next ones are fitted), the
+winner's prediction artifact logged in its own run, and the registration behind the promotion gate. Everything
+it logs comes from :mod:`papertrack.training.pipeline`.
 
 It writes to the :class:`~papertrack.store.Store` it is given, through that store's ``MlflowClient`` (runs are
 created, logged to and ended by id; MLflow's process-wide URIs and active run are not used), except for the one
@@ -13,6 +14,7 @@ import json
 import tempfile
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -213,6 +215,9 @@ class SweepLogger(Listener):
         }
         self.counts = prepared.counts
         self.run: RunLog | None = None
+        # the candidates' runs are written by this one thread (one writer per run), in the order they finished
+        self._background = ThreadPoolExecutor(1, thread_name_prefix="papertrack-candidate-runs")
+        self._pending: list[tuple[RunLog, Future]] = []
 
     def __enter__(self) -> SweepLogger:
         self.run = run = RunLog.start(
@@ -233,7 +238,21 @@ class SweepLogger(Listener):
         return self
 
     def __exit__(self, *exc) -> None:
-        self._run.end(failed=exc[0] is not None)
+        failed = exc[0] is not None
+        try:
+            if failed:  # the sweep failed or was interrupted: runs not yet written are ended FAILED, not written
+                for run, job in self._pending:
+                    if job.cancel():
+                        run.end(failed=True)
+            for _, job in self._pending:
+                if not job.cancelled() and job.exception() is not None:
+                    failed = True
+            if not exc[0]:
+                self.flush()  # raises a candidate run's failure
+        finally:
+            self._pending = []
+            self._background.shutdown(wait=True)
+            self._run.end(failed=failed)
 
     @property
     def _run(self) -> RunLog:
@@ -254,9 +273,32 @@ class SweepLogger(Listener):
             self._run.metrics({"embedding_seconds": seconds, "embedded_texts": sum(e.encoded for e in embedded)})
 
     def candidate_done(self, result: CandidateResult) -> None:
-        result.run_id = log_candidate(
-            self.store, self.experiment.experiment_id, self.run_id, result, self.data, self.dataset, self.common
+        """The candidate's run is created now (its id goes into ``result``); what goes into it — the plots take
+        seconds — is written by one background thread while the next candidates are fitted (their worker
+        processes would wait otherwise), in order; :meth:`flush` waits for it."""
+        for _, done in self._pending:  # an earlier run that could not be written stops the sweep now
+            if done.done() and done.exception() is not None:
+                self.flush()
+        candidate = result.candidate
+        run = start_candidate_run(self.store, self.experiment.experiment_id, self.run_id, candidate)
+        result.run_id = run.run_id
+        params = {
+            **self.common,
+            "family": candidate.family,
+            "features": candidate.features,
+            **{f"hp.{k}": v for k, v in candidate.params.items()},
+            **(result.extra_params or {}),
+        }
+        job = self._background.submit(
+            log_candidate, run, candidate, params, dict(result.metrics), result.cv.oof_proba, self.data, self.dataset
         )
+        self._pending.append((run, job))
+
+    def flush(self) -> None:
+        """Wait until every finished candidate's run is written; the first failure is raised."""
+        pending, self._pending = self._pending, []
+        for _, job in pending:
+            job.result()
 
     def choice(self, result: SweepResult) -> None:
         winner, choice = result.winner, result.choice
@@ -269,6 +311,7 @@ class SweepLogger(Listener):
         )
 
     def model(self, winner: CandidateResult, refit: Refit, data: TrainingSet) -> str:
+        self.flush()  # the winner's run is written (and ended) before the model goes into it
         return log_model(self.store, winner, refit, data)
 
     def register(self, result: SweepResult, refit: Refit, rescore=None, force: bool = False) -> registry.Decision:
@@ -344,36 +387,28 @@ def log_model(store: Store, winner: CandidateResult, refit: Refit, data: Trainin
     return logged.model_uri
 
 
-def log_candidate(
-    store: Store, experiment_id: str, parent_run_id: str, result: CandidateResult, data: TrainingSet, dataset, common
-) -> str:
-    """One run nested in the sweep's: the candidate's tags, parameters, the dataset, its metrics and evaluation
-    artifacts; its run id."""
-    candidate = result.candidate
+def start_candidate_run(store: Store, experiment_id: str, parent_run_id: str, candidate: Candidate) -> RunLog:
+    """The candidate's run, nested in the sweep's, with its tags (its id is known at once)."""
     tags = {"papertrack.kind": "candidate", "family": candidate.family, "candidate": candidate.name}
-    run = RunLog.start(
+    return RunLog.start(
         store, experiment_id, candidate.name, bounded_tags({**tags, "features": candidate.features}), parent_run_id
     )
+
+
+def log_candidate(
+    run: RunLog, candidate: Candidate, params: dict, metrics: dict, oof_proba, data: TrainingSet, dataset
+) -> None:
+    """Into the candidate's run: its parameters, the dataset, its metrics and evaluation artifacts (the plots:
+    ~4 s of drawing for 86 labels); then ends it (FAILED if any of it fails)."""
     try:
-        run.params(
-            bounded_params(
-                {
-                    **common,
-                    "family": candidate.family,
-                    "features": candidate.features,
-                    **{f"hp.{k}": v for k, v in candidate.params.items()},
-                    **(result.extra_params or {}),
-                }
-            )
-        )
+        run.params(bounded_params(params))
         run.dataset(dataset)
-        run.metrics(result.metrics)
-        tracking.log_evaluation_artifacts(run, result.cv.oof_proba, data.y, data.space, candidate.name)
+        run.metrics(metrics)
+        tracking.log_evaluation_artifacts(run, oof_proba, data.y, data.space, candidate.name)
     except BaseException:
         run.end(failed=True)
         raise
     run.end()
-    return run.run_id
 
 
 def runs_view(result: SweepResult) -> dict:

@@ -95,4 +95,3 @@ def log_evaluation_artifacts(run, proba: np.ndarray, y: np.ndarray, space: Label
     }
     for path, fig in figures.items():
         run.figure(fig, path)
-        plots.close(fig)

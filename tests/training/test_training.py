@@ -58,6 +58,7 @@ def test_sweep_logs_nested_candidate_runs_with_metrics_and_artifacts(trained, tm
     children = client.search_runs([parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{result.parent_run_id}'")
     assert sorted(r.data.tags["candidate"] for r in children) == sorted(FAST_CANDIDATES)
     for run in children:
+        assert run.info.status == "FINISHED"  # written by the sweep's background thread, then ended
         assert METRICS <= set(run.data.metrics)
         assert run.data.params["hp.alpha" if "cnb" in run.data.tags["candidate"] else "hp.C"]
         assert run.data.params["seed"] == "7" and run.data.params["folds"] == "3"
@@ -67,6 +68,34 @@ def test_sweep_logs_nested_candidate_runs_with_metrics_and_artifacts(trained, tm
         assert report["support"].sum() == len(load_dataset([trained["data"]])[0])  # one duplicate is skipped
     board = leaderboard(trained["store"], sweep=result.parent_run_id)  # this sweep's, whatever later tests add
     assert list(board["candidate"]) == [r.candidate.name for r in result.leaderboard()]
+
+
+def test_a_candidate_run_that_cannot_be_written_fails_the_sweep_and_no_run_is_left_running(
+    subset_path, tmp_path, monkeypatch
+):
+    """The candidates' runs are written on a background thread: its failure is the sweep's (nothing registered,
+    the failed run and the sweep's run FAILED), never lost; runs it had not started are ended FAILED too."""
+    from papertrack.training import tracking
+
+    monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
+    mine = store.open()
+    written = []
+
+    def plots_fail_once(run, proba, y, space, name):
+        written.append(name)
+        if len(written) == 1:
+            raise OSError("disk full (test)")
+
+    monkeypatch.setattr(tracking, "log_evaluation_artifacts", plots_fail_once)
+    config = SweepConfig([subset_path], candidate_names=["tfidf-word-cnb", "tfidf-word-logreg"], folds=2, seed=1)
+    with pytest.raises(OSError, match="disk full"):
+        run_sweep(config, mine)
+    client = mine.client()
+    runs = client.search_runs([client.get_experiment_by_name("papertrack").experiment_id])
+    statuses = {r.data.tags.get("candidate", r.data.tags.get("papertrack.kind")): r.info.status for r in runs}
+    assert statuses.pop("sweep") == "FAILED"
+    assert statuses[written[0]] == "FAILED" and "RUNNING" not in statuses.values()
+    assert registry.current_champion(mine) is None
 
 
 def test_champion_is_registered_and_predicts_from_abstract_only(trained):
