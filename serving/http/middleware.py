@@ -12,7 +12,6 @@ answers themselves are written by :mod:`.error_answers`: a request that succeeds
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import time
@@ -253,10 +252,6 @@ class SpecRoute:
 # --------------------------------------------------------------------------- RequestGuard
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """Largest request body accepted (bytes): enough for ``MAX_BATCH`` long abstracts."""
-LARGE_BODY_BYTES = 8 * 1024
-"""A body this large (a long abstract, a batch, a dump) takes its turn (:class:`RequestGuard`); /predict of a
-typical abstract (~1.5 KB) never waits."""
-LARGE_AT_ONCE = 2
 JSON_MEDIA_TYPES = frozenset({"application/json"})
 
 
@@ -268,12 +263,9 @@ class RequestGuard:
       try to read forms as multipart; a POST without a Content-Type is what a hostile page can send
       cross-origin without asking the browser first);
     * a body larger than ``MAX_BODY_BYTES`` -> 413, before it is read;
-    * the 400 message (:func:`.error_answers.send_rewritten_400`);
-    * at most ``LARGE_AT_ONCE`` requests of ``LARGE_BODY_BYTES`` or more in the app at once per worker, the
-      others wait their turn once their bodies have arrived, before they are parsed: every request's parsing,
-      validation and answer run in the event loop, so 16 large ones in progress at once made a ``GET /healthz``
-      wait behind all of them (p99 100-186 ms under 320 20 KB ``/explain`` at 32 at once, even when each was
-      refused with a 400).
+    * the 400 message (:func:`.error_answers.send_rewritten_400`).
+
+    Large requests have taken their turn before they get here (:mod:`.turns`, the worker's outermost layer).
 
     Responses other than 400 pass through untouched, so the hot path costs one header scan.
     """
@@ -284,7 +276,6 @@ class RequestGuard:
         self.app = app
         self.paths = frozenset(paths)
         self.max_body_bytes = max_body_bytes
-        self._turns: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["path"] not in self.paths or scope["method"] != "POST":
@@ -309,24 +300,12 @@ class RequestGuard:
                         f"Send fewer papers per request (or use `papertrack label` for dumps)."
                     ),
                 )
-        # a body of unknown size is read first (to the limit); so is a large one: a client that sends slowly must
-        # not hold a turn
-        if length is None or size >= LARGE_BODY_BYTES:
+        if length is None:  # a body of unknown size (chunked) is read first, to the limit
             buffered = await self._buffered(receive, send)
             if buffered is None:
                 return None
-            receive, size = buffered
-        if size >= LARGE_BODY_BYTES:
-            async with self.large_turns():
-                return await self._guarded(scope, receive, send)
+            receive, _ = buffered
         return await self._guarded(scope, receive, send)
-
-    def large_turns(self) -> asyncio.Semaphore:
-        """The turns of the running event loop (an asyncio semaphore belongs to one loop; tests start several)."""
-        loop = asyncio.get_running_loop()
-        if self._turns is None or self._turns[0] is not loop:
-            self._turns = (loop, asyncio.Semaphore(LARGE_AT_ONCE))
-        return self._turns[1]
 
     async def _guarded(self, scope, receive, send):
         """The app, with the body's chunks kept to explain an encoding problem in a 400."""

@@ -195,6 +195,10 @@ def problems() -> list[str]:
     try:
         base = h11_protocol()
         found += [f"uvicorn's H11Protocol.{m} is gone" for m in UVICORN_H11_MEMBERS if not hasattr(base, m)]
+        import inspect
+
+        if "self.app = config.loaded_app" not in inspect.getsource(base.__init__):  # what the protocol wraps
+            found.append("uvicorn's H11Protocol no longer keeps the app it calls in self.app")
     except ImportError as error:
         found.append(str(_missing("uvicorn.protocols.http.h11_impl.H11Protocol", error)))
     from prometheus_client import REGISTRY

@@ -1,5 +1,7 @@
-"""A deadline for receiving a request: a client that sends its headers byte by byte, or never finishes its
-body, is disconnected instead of holding a connection (and a worker's socket) forever.
+"""papertrack's HTTP protocol in the workers: uvicorn's h11 protocol with a deadline for receiving a request (a
+client that sends its headers byte by byte, or never finishes its body, is disconnected instead of holding a
+connection, and a worker's socket, forever), and the place where the worker's app gets its outermost layer
+(:mod:`.turns`: large requests take turns before BentoML's middlewares see them).
 
 BentoML 1.4 runs each HTTP worker on uvicorn (``_bentoml_impl.worker.service``: ``uvicorn.Config(app, ...,
 timeout_keep_alive=..., timeout_graceful_shutdown=...)``, the HTTP protocol left at ``"auto"``: h11 unless
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from typing import Any
 
 import h11
 
@@ -48,6 +52,16 @@ class RequestDeadlineProtocol(private_hooks.h11_protocol()):  # type: ignore[mis
     """uvicorn's h11 protocol with a deadline for receiving each request (module doc)."""
 
     seconds: float | None = None  # None: the service's traffic.timeout, read at the first connection
+    outermost: Callable[[Any], Any] | None = None  # set by install(): wraps the worker's app, once per app
+    _wrapped: tuple[Any, Any] | None = None  # (the app uvicorn loaded, its wrapper): one per worker
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        cls = type(self)
+        if cls.outermost is not None:
+            if cls._wrapped is None or cls._wrapped[0] is not self.app:
+                cls._wrapped = (self.app, cls.outermost(self.app))
+            self.app = cls._wrapped[1]
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -98,7 +112,9 @@ class RequestDeadlineProtocol(private_hooks.h11_protocol()):  # type: ignore[mis
             self.transport.close()
 
 
-def install() -> None:
+def install(outermost: Callable[[Any], Any] | None = None) -> None:
     """Make :class:`RequestDeadlineProtocol` uvicorn's ``"auto"`` HTTP protocol in this process (what a
-    BentoML worker's ``uvicorn.Config`` uses)."""
+    BentoML worker's ``uvicorn.Config`` uses); ``outermost(app)``: the worker's app as every connection calls it
+    (made once, at the first connection)."""
+    RequestDeadlineProtocol.outermost = outermost
     private_hooks.set_uvicorn_auto_protocol(f"{__name__}:RequestDeadlineProtocol")

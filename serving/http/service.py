@@ -53,6 +53,7 @@ from papertrack.serving.http import bento_store, explain_api, page, private_hook
 from papertrack.serving.http.drift_api import request_schema as drift_request_schema
 from papertrack.serving.http.error_answers import error_body
 from papertrack.serving.http.middleware import (
+    MAX_BODY_BYTES,
     ConnectionRecycler,
     OriginGuard,
     RequestGuard,
@@ -61,12 +62,15 @@ from papertrack.serving.http.middleware import (
     install_bounded_metrics,
 )
 from papertrack.serving.http.read_deadline import install as bound_request_reading
+from papertrack.serving.http.turns import LargeRequestTurns
 
 logger = logging.getLogger("bentoml.papertrack")  # under "bentoml": shown in the server log
 INLINE_MAX_MS = 3.0  # a model predicting one abstract faster than this answers /predict in the event loop
 
 settings.quiet_third_parties()
-bound_request_reading()  # a slow client gets traffic.timeout to send a whole request (serving/http/read_deadline.py)
+# a slow client gets traffic.timeout to send a whole request (serving/http/read_deadline.py); large requests take
+# turns in front of everything else in the worker (serving/http/turns.py)
+bound_request_reading(outermost=lambda app: LargeRequestTurns(app, _api_routes(), MAX_BODY_BYTES))
 _served: dict[str, int] = {}  # facts of the model this worker serves, for the OpenAPI spec
 _taxonomy_names: list[str] = []  # the taxonomy names it answers to, for the OpenAPI spec
 

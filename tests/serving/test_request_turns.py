@@ -1,12 +1,14 @@
-"""Large request bodies take turns in a worker (:class:`RequestGuard`): at most ``LARGE_AT_ONCE`` of them are in the
-app at once, small ones never wait, and a large body that is still arriving holds no turn."""
+"""Large request bodies take turns in a worker (:class:`LargeRequestTurns`, the worker's outermost layer): at most
+``LARGE_AT_ONCE`` of them are in the app at once, small ones never wait, a large body that is still arriving holds
+no turn, a body over the limit is not read whole; and the HTTP protocol puts the layer in front of the app uvicorn
+loaded, one per worker."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 
-from papertrack.serving.http.middleware import LARGE_AT_ONCE, LARGE_BODY_BYTES, RequestGuard
+from papertrack.serving.http.turns import LARGE_AT_ONCE, LARGE_BODY_BYTES, LargeRequestTurns
 
 
 class CountingApp:
@@ -34,13 +36,14 @@ class CountingApp:
         await send({"type": "http.response.body", "body": b"{}"})
 
 
-def request(size: int, chunks: int = 1, pause: asyncio.Event | None = None):
+def request(size: int, chunks: int = 1, pause: asyncio.Event | None = None, length: bool = True):
     body = json.dumps({"abstract": "a" * max(0, size - 16)}).encode()
     scope = {
         "type": "http",
         "method": "POST",
         "path": "/explain",
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        "headers": [(b"content-type", b"application/json")]
+        + ([(b"content-length", str(len(body)).encode())] if length else []),  # else chunked
     }
     step = -(-len(body) // chunks)
     parts = [body[i : i + step] for i in range(0, len(body), step)]
@@ -72,7 +75,7 @@ async def _run_until_settled(guard, requests):
 def test_large_bodies_take_turns_and_small_ones_do_not_wait():
     async def scenario():
         app = CountingApp()
-        guard = RequestGuard(app, paths=("/explain",))
+        guard = LargeRequestTurns(app, paths=("/explain",), max_body_bytes=1 << 20)
         large = [request(LARGE_BODY_BYTES + 100) for _ in range(6)]
         tasks = await _run_until_settled(guard, large)
         assert app.inside == LARGE_AT_ONCE  # the others wait, bodies read, not in the app
@@ -91,7 +94,7 @@ def test_large_bodies_take_turns_and_small_ones_do_not_wait():
 def test_a_large_body_still_arriving_holds_no_turn():
     async def scenario():
         app = CountingApp()
-        guard = RequestGuard(app, paths=("/explain",))
+        guard = LargeRequestTurns(app, paths=("/explain",), max_body_bytes=1 << 20)
         late = asyncio.Event()
         slow = [request(LARGE_BODY_BYTES * 2, chunks=4, pause=late) for _ in range(LARGE_AT_ONCE)]
         tasks = await _run_until_settled(guard, slow)
@@ -105,3 +108,64 @@ def test_a_large_body_still_arriving_holds_no_turn():
         assert sorted(app.bodies) == sorted(r[4] for r in [*slow, ready])
 
     asyncio.run(scenario())
+
+
+def test_a_chunked_large_body_takes_a_turn_and_one_over_the_limit_is_left_to_the_app():
+    async def scenario():
+        app = CountingApp()
+        guard = LargeRequestTurns(app, paths=("/explain",), max_body_bytes=LARGE_BODY_BYTES * 4)
+        chunked = [request(LARGE_BODY_BYTES * 2, chunks=3, length=False) for _ in range(LARGE_AT_ONCE + 2)]
+        tasks = await _run_until_settled(guard, chunked)
+        assert app.inside == LARGE_AT_ONCE  # read whole, then in turn like one with a Content-Length
+        over = request(LARGE_BODY_BYTES * 8, chunks=16, length=False)
+        tasks += await _run_until_settled(guard, [over])
+        assert app.inside == LARGE_AT_ONCE + 1  # past the limit: handed on (the app answers 413), no turn
+        app.release.set()
+        await asyncio.gather(*tasks)
+        assert sorted(app.bodies) == sorted(r[4] for r in [*chunked, over])  # replayed, then the rest
+
+    asyncio.run(scenario())
+
+
+def test_get_and_other_paths_never_wait():
+    async def scenario():
+        app = CountingApp()
+        guard = LargeRequestTurns(app, paths=("/explain",), max_body_bytes=1 << 20)
+        large = [request(LARGE_BODY_BYTES + 100) for _ in range(LARGE_AT_ONCE)]
+        tasks = await _run_until_settled(guard, large)
+        health = request(0)
+        health[0].update(method="GET", path="/healthz", headers=[])
+        page = request(LARGE_BODY_BYTES * 2)
+        page[0]["path"] = "/parse_dump_elsewhere"
+        tasks += await _run_until_settled(guard, [health, page])
+        assert app.inside == LARGE_AT_ONCE + 2
+        app.release.set()
+        await asyncio.gather(*tasks)
+
+    asyncio.run(scenario())
+
+
+def test_the_protocol_puts_the_turns_in_front_of_the_app_once_per_worker(monkeypatch):
+    """uvicorn makes one protocol per connection: they all call one LargeRequestTurns (one set of turns)."""
+    import uvicorn
+
+    from papertrack.serving.http import read_deadline
+
+    async def app(scope, receive, send):  # pragma: no cover - never called
+        raise AssertionError
+
+    monkeypatch.setattr(read_deadline.RequestDeadlineProtocol, "_wrapped", None)
+    monkeypatch.setattr(read_deadline.RequestDeadlineProtocol, "outermost", None)
+    read_deadline.install(outermost=lambda inner: LargeRequestTurns(inner, ("/explain",), 1 << 20))
+    config = uvicorn.Config(app, http="auto")
+    config.load()
+
+    async def two_connections():
+        from uvicorn.server import ServerState
+
+        state = ServerState()
+        return [read_deadline.RequestDeadlineProtocol(config, state, {}) for _ in range(2)]
+
+    first, second = asyncio.run(two_connections())
+    assert isinstance(first.app, LargeRequestTurns) and first.app is second.app
+    assert first.app.app is config.loaded_app
