@@ -81,8 +81,9 @@ def _probe(url: str, period: float, done, results) -> None:
     results.put(latencies)
 
 
-def run(url: str, send, requests: int, concurrency: int) -> dict:
-    """``send(client)`` -> (status, bytes) ``requests`` times from ``concurrency`` threads, /healthz probed."""
+def run(url: str, send, requests: int, concurrency: int, load_nice: int = 0) -> dict:
+    """``send(client)`` -> (status, bytes) ``requests`` times from ``concurrency`` threads, /healthz probed;
+    ``load_nice``: the sending threads' niceness (the probe keeps its own)."""
     probe = HealthProbe(url)
     statuses: dict[int, int] = {}
     sizes, latencies = [], []
@@ -107,6 +108,10 @@ def run(url: str, send, requests: int, concurrency: int) -> dict:
 
     probe.start()
     time.sleep(2.0)  # the probe's process starts
+    if load_nice:
+        import os
+
+        os.nice(load_nice)  # this process only: the probe is already its own process
     started = time.monotonic()
     with ThreadPoolExecutor(concurrency) as pool:
         list(pool.map(one, range(requests)))
@@ -124,6 +129,13 @@ def run(url: str, send, requests: int, concurrency: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", required=True, help="the service, on 127.0.0.1")
+    parser.add_argument(
+        "--load-nice",
+        type=int,
+        default=0,
+        help="run the load's client threads at this niceness (an attacker's clients would not share the "
+        "server's cores; here they do) — the /healthz probe keeps its own",
+    )
     sub = parser.add_subparsers(dest="kind", required=True)
     explain = sub.add_parser("explain")
     explain.add_argument("--requests", type=int, default=320)
@@ -151,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             response = client.post(f"{url}/explain", json=body)
             return response.status_code, len(response.content)
 
-        result = run(url, send, args.requests, args.concurrency)
+        result = run(url, send, args.requests, args.concurrency, args.load_nice)
         result["request"] = {"abstract_chars": len(long), **{k: v for k, v in body.items() if k != "abstract"}}
     elif args.kind == "parse_dump":
         data = args.file.read_bytes()
@@ -160,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             response = client.post(f"{url}/parse_dump", params={"filename": args.file.name}, content=data)
             return response.status_code, len(response.content)
 
-        result = run(url, send, args.concurrency, args.concurrency)
+        result = run(url, send, args.concurrency, args.concurrency, args.load_nice)
         result["request"] = {"file": str(args.file), "bytes": len(data)}
     else:
 
@@ -168,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             response = client.post(f"{url}/predict", json={"abstract": ABSTRACT})
             return response.status_code, len(response.content)
 
-        result = run(url, send, args.requests, 1)
+        result = run(url, send, args.requests, 1, args.load_nice)
     print(json.dumps(result))
     return 0
 
