@@ -12,11 +12,12 @@ the BentoML store (``bentoml serve`` alone binds every interface).
 Answers come from :meth:`TrackPredictor.predict` of the loaded
 pyfunc's predictor — the same artifact and logic as ``mlflow.pyfunc.load_model(...).predict``, without
 pandas and MLflow schema enforcement on the hot path. Slow work never blocks the event loop that accepts and
-parses requests: ``/predict`` and ``/explain`` run in a thread pool when the request is expected to cost more
-than ``INLINE_MAX_MS`` — decided per request from its abstract's length (the cost of a short and of a long
-abstract is measured at start-up; a TF-IDF ``/predict`` of a normal abstract answers in the loop, cheaper than a
-thread hop; an embedding model, a long abstract or an explanation asking for more than the defaults goes to the
-pool, its JSON made there too); ``/predict_batch`` and ``/drift`` are synchronous (BentoML's thread pool).
+parses requests: ``/predict`` runs in a thread pool and ``/explain`` in a child process of the worker
+(:mod:`.explain_process`) when the request is expected to cost more than ``INLINE_MAX_MS`` — decided per request
+from its abstract's length (the cost of a short and of a long abstract is measured at start-up; a TF-IDF
+``/predict`` of a normal abstract answers in the loop, cheaper than a thread hop; an embedding model, a long
+abstract or an explanation asking for more than the defaults goes to the pool or the process, its JSON made there
+too); ``/predict_batch`` and ``/drift`` are synchronous (BentoML's thread pool).
 
 In front of the endpoints (outermost first, all in :mod:`.middleware`): :class:`~.middleware.ConnectionRecycler`
 (keep-alive clients spread over workers), :class:`~.middleware.ResponsePolicy` (JSON 404/405; CSP and frame
@@ -52,6 +53,7 @@ from papertrack.models.request import PredictRequest, TopKError
 from papertrack.serving.http import bento_store, explain_api, page, private_hooks, schemas
 from papertrack.serving.http.drift_api import request_schema as drift_request_schema
 from papertrack.serving.http.error_answers import error_body
+from papertrack.serving.http.explain_process import ChildGone, ExplainProcess
 from papertrack.serving.http.middleware import (
     MAX_BODY_BYTES,
     ConnectionRecycler,
@@ -214,6 +216,9 @@ class PaperTrack:
             self.explain_cost.ms(len(schemas.EXAMPLE_ABSTRACT)),
         )
         gc.freeze()  # the libraries and the model live as long as the worker: keep them out of GC scans
+        # the explanations that do not run in the loop run in a child process (serving/http/explain_process.py):
+        # on a thread they held the GIL the event loop needs for every other request
+        self.explainer = ExplainProcess(self.predictor)
         logger.info(
             "papertrack model %s (v%s, run %s) loaded; %.1f ms per abstract (%.1f ms at %s characters), /predict "
             "runs in the event loop up to %s characters; %.1f ms per explanation, /explain runs in the event loop "
@@ -323,9 +328,12 @@ class PaperTrack:
             and self.explain_cost.ms(len(abstract) + len(title or "")) <= INLINE_MAX_MS
         ):  # no more than the start-up probe asked for, and short enough
             return self._explain_one(head, abstract, title, top_k, terms, neighbors)
-        return await asyncio.get_running_loop().run_in_executor(
-            self.pool, self._explain_one, head, abstract, title, top_k, terms, neighbors
-        )
+        loop = asyncio.get_running_loop()
+        try:
+            body = await self.explainer.explain(loop, head, abstract, title, top_k, terms, neighbors, self._model_json)
+        except ChildGone as exc:
+            return Response(error_body(str(exc)), status_code=503, media_type="application/json")
+        return Response(body, media_type="application/json")
 
     def _explain_one(self, head, abstract: str, title: str | None, top_k: int, terms: int, neighbors: int) -> Response:
         result = explain_api.bounded(

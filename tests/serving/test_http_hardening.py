@@ -107,26 +107,74 @@ def where_it_ran(monkeypatch, name: str) -> list[str]:
     return seen
 
 
-@pytest.mark.parametrize("route,method", [("/predict", "_predict_one"), ("/explain", "_explain_one")])
-def test_work_expected_to_be_slow_runs_off_the_event_loop(client, monkeypatch, route, method):
+def test_a_predict_expected_to_be_slow_runs_off_the_event_loop(client, monkeypatch):
     from papertrack.serving.http import service
 
-    seen = where_it_ran(monkeypatch, method)
+    seen = where_it_ran(monkeypatch, "_predict_one")
     monkeypatch.setattr(service, "INLINE_MAX_MS", 1e9)  # everything is cheap: in the event loop
-    assert client.post(route, json={"abstract": ABSTRACTS[0]}).status_code == 200
+    assert client.post("/predict", json={"abstract": ABSTRACTS[0]}).status_code == 200
     monkeypatch.setattr(service, "INLINE_MAX_MS", 0.0)  # everything is expensive: in the pool
-    assert client.post(route, json={"abstract": ABSTRACTS[0]}).status_code == 200
+    assert client.post("/predict", json={"abstract": ABSTRACTS[0]}).status_code == 200
     assert not seen[0].startswith("papertrack-predict") and seen[1].startswith("papertrack-predict"), seen
+
+
+def in_the_child(monkeypatch) -> list[int]:
+    """The process ids of the explanation processes that answer from now on."""
+    from papertrack.serving.http.explain_process import ExplainProcess
+
+    children: list[int] = []
+    original = ExplainProcess.explain
+
+    async def spy(self, loop, head, *args):
+        answer = await original(self, loop, head, *args)
+        children.append(self.pid())  # the child that answered
+        return answer
+
+    monkeypatch.setattr(ExplainProcess, "explain", spy)
+    return children
+
+
+def test_an_explanation_expected_to_be_slow_is_made_in_a_child_process_with_the_same_answer(client, monkeypatch):
+    """Off the event loop, an explanation is made in the worker's child process (on a thread it held the GIL the
+    loop needs): the same answer, byte for byte, as in the loop."""
+    from papertrack.serving.http import service
+
+    in_loop, children = where_it_ran(monkeypatch, "_explain_one"), in_the_child(monkeypatch)
+    monkeypatch.setattr(service, "INLINE_MAX_MS", 1e9)  # everything is cheap: in the event loop
+    cheap = client.post("/explain", json={"abstract": ABSTRACTS[0]})
+    monkeypatch.setattr(service, "INLINE_MAX_MS", 0.0)  # everything is expensive: in the child
+    expensive = client.post("/explain", json={"abstract": ABSTRACTS[0]})
+    assert cheap.status_code == expensive.status_code == 200, expensive.text
+    assert len(in_loop) == 1 and not in_loop[0].startswith("papertrack-predict")
+    assert len(children) == 1 and children[0] != os.getpid()
+    assert expensive.content == cheap.content
 
 
 def test_an_explanation_asking_for_more_than_the_defaults_runs_off_the_event_loop(client, monkeypatch):
     from papertrack.serving.http import service
 
-    seen = where_it_ran(monkeypatch, "_explain_one")
+    in_loop, children = where_it_ran(monkeypatch, "_explain_one"), in_the_child(monkeypatch)
     monkeypatch.setattr(service, "INLINE_MAX_MS", 1e9)
     for extra in ({"terms": 11}, {"neighbors": 6}, {"top_k": 4}):
         assert client.post("/explain", json={"abstract": ABSTRACTS[0], **extra}).status_code == 200
-    assert all(name.startswith("papertrack-predict") for name in seen), seen
+    assert in_loop == [] and len(children) == 3 and os.getpid() not in children
+
+
+def test_a_killed_explanation_process_is_replaced_and_the_request_answered(client, monkeypatch):
+    import signal
+    import time
+
+    from papertrack.serving.http import service
+
+    monkeypatch.setattr(service, "INLINE_MAX_MS", 0.0)
+    children = in_the_child(monkeypatch)
+    assert client.post("/explain", json={"abstract": ABSTRACTS[0]}).status_code == 200
+    os.kill(children[0], signal.SIGKILL)  # our own child process, by its PID
+    time.sleep(0.5)
+    response = client.post("/explain", json={"abstract": ABSTRACTS[0]})
+    assert response.status_code == 200, response.text
+    assert client.post("/explain", json={"abstract": ABSTRACTS[0]}).status_code == 200
+    assert children[-1] != children[0]
 
 
 def test_explain_terms_times_tracks_is_bounded(client):

@@ -1,0 +1,86 @@
+"""The expensive explanations of a worker, computed in a child process of it.
+
+An explanation of a long abstract with many tracks, terms and neighbours costs ~50-110 ms of Python and NumPy.
+On a thread of the worker it held the GIL that the event loop needs for every step of every other request: under
+320 such ``/explain`` at 32 at once, ``GET /healthz`` waited for the GIL behind it (p99 36-52 ms on a quiet
+machine, 55-85 ms with other work on the cores). In a child process the event loop only waits for the answer's
+bytes.
+
+The child is forked from the worker once the model is loaded (it shares the model's memory, copy on write, and
+loads nothing), one per worker: one explanation at a time, as the one-thread pool did. It answers with the JSON
+body; a child that dies (killed, out of memory) is replaced, and the request it was computing is tried once more
+in the new one (a 503 that says to retry if that one dies too).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+logger = logging.getLogger("bentoml.papertrack")
+
+_predictor: Any = None  # the worker's TrackPredictor, inherited by the forked child
+
+
+def _explain_json(
+    taxonomy: str | None, abstract: str, title: str | None, top_k: int, terms: int, neighbors: int, model: dict
+) -> bytes:
+    """In the child: the answer's JSON body (what the service would answer from its own thread)."""
+    from papertrack.serving.http import explain_api
+
+    head = _predictor.head(taxonomy)
+    result = explain_api.bounded(
+        explain_api.explain(head, abstract, title, top_k, n_terms=terms, n_neighbors=neighbors)
+    )
+    result["model"] = model
+    return json.dumps(result, ensure_ascii=False).encode("utf-8")
+
+
+def _ready() -> int:
+    import os
+
+    return os.getpid()
+
+
+class ChildGone(RuntimeError):
+    """The child died twice while computing the request's explanation (it is replaced for the next one)."""
+
+
+class ExplainProcess:
+    """One forked child that computes explanations for the worker (module doc)."""
+
+    def __init__(self, predictor: Any):
+        self.predictor = predictor
+        self.pool = self._start()
+
+    def _start(self) -> ProcessPoolExecutor:
+        global _predictor
+        _predictor = self.predictor  # what the child inherits
+        pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+        pool.submit(_ready).result()  # fork now, with the model loaded (at start-up: before the server runs)
+        return pool
+
+    def pid(self) -> int:
+        return self.pool.submit(_ready).result()
+
+    async def explain(self, loop, head: Any, *args: Any) -> bytes:
+        """The JSON body of the explanation of ``head`` (the predictor the request asked for) with ``args`` (the
+        abstract, title, top_k, terms, neighbors and the model's JSON)."""
+        taxonomy = head.taxonomy if head is not self.predictor else None
+        for _ in (1, 2):  # a child that died is replaced, and the request tried once more in the new one
+            pool = self.pool
+            try:
+                return await loop.run_in_executor(pool, _explain_json, taxonomy, *args)
+            except BrokenProcessPool:
+                if self.pool is pool:  # the first request to see it replaces the child
+                    logger.warning("the explanation process of this worker stopped; starting another")
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    self.pool = self._start()
+        raise ChildGone("the explanation stopped twice (its process died); send the request again later")
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
