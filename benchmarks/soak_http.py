@@ -33,7 +33,9 @@ def workers(server_pid: int) -> list[psutil.Process]:
                 found.append(child)
         except psutil.Error:
             pass
-    return sorted(found, key=lambda p: p.pid)
+    # a worker's explanation process is forked from it (same command line): not a worker
+    pids = {p.pid for p in found}
+    return sorted((p for p in found if p.ppid() not in pids), key=lambda p: p.pid)
 
 
 def rss_mb(processes: list[psutil.Process]) -> dict[int, float]:

@@ -336,11 +336,13 @@ def server(trained, tmp_path_factory):
     try:
         url = f"http://127.0.0.1:{port}"
         wait_http(f"{url}/readyz", proc, log)
-        workers = [
-            child.pid
+        serving = [
+            child
             for child in psutil.Process(proc.pid).children(recursive=True)
             if "_bentoml_impl.worker.service" in " ".join(child.cmdline())
         ]
+        # a worker's explanation process is forked from it (same command line): not a worker
+        workers = [child.pid for child in serving if child.ppid() not in {c.pid for c in serving}]
         assert len(workers) == 1, workers
         yield url, workers[0]
     finally:
