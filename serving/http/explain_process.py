@@ -46,6 +46,33 @@ def _ready() -> int:
     return os.getpid()
 
 
+def _follow_the_worker(worker: int) -> None:
+    """In the child, first: it ends with the worker that forked it, however the worker ends (a worker killed,
+    or stopped by BentoML, runs no clean-up: its children were left running, ~500 MB each, holding its listening
+    socket). The signal handlers inherited from the worker are the server's: SIGTERM ends the child again, SIGINT
+    (a Ctrl-C to the terminal's process group) is left to the worker."""
+    import os
+    import signal
+    import threading
+    import time
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:  # Linux: the kernel ends the child when the worker's thread that forked it (its main thread) ends
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+    def watch() -> None:  # everywhere: a child whose worker is gone has been handed to another parent
+        while os.getppid() == worker:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="papertrack-follow-worker", daemon=True).start()
+
+
 class ChildGone(RuntimeError):
     """The child died twice while computing the request's explanation (it is replaced for the next one)."""
 
@@ -60,7 +87,14 @@ class ExplainProcess:
     def _start(self) -> ProcessPoolExecutor:
         global _predictor
         _predictor = self.predictor  # what the child inherits
-        pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+        import os
+
+        pool = ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=_follow_the_worker,
+            initargs=(os.getpid(),),
+        )
         pool.submit(_ready).result()  # fork now, with the model loaded (at start-up: before the server runs)
         return pool
 
