@@ -117,7 +117,9 @@ def main() -> None:
     parser.add_argument("--use-title", action="store_true")
     parser.add_argument("--older", action="store_true", help="embed: the older papers too")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/h31"))
-    parser.add_argument("--ideas", nargs="*", default=None, help="screen: idea name prefixes (emb, power, stack)")
+    parser.add_argument(
+        "--ideas", nargs="*", default=None, help="screen: idea name prefixes (emb, older, power, bias, stack)"
+    )
     parser.add_argument("-C", "--c", type=float, nargs="+", default=[4.0], help="screen: the LRs' C")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
@@ -151,7 +153,7 @@ def fit_lr(x: np.ndarray, y: np.ndarray, n_classes: int, c: float, x_test: np.nd
     return out
 
 
-def fold_oof(x, y, fold, n_classes, c, train_mask=None, extra=None):
+def fold_oof(x, y, fold, n_classes, c, extra=None):
     """Out-of-fold LR answers on the own papers: each fold's model fitted on the other folds (plus ``extra`` =
     (x, y) rows always on the training side)."""
     out = np.zeros((len(y), n_classes))
@@ -181,6 +183,37 @@ def nested(fold, score, combine, grid=GRID):
     for k, part in parts.items():
         out[fold == k] = part
     return out, chosen
+
+
+def area_bias(logs: np.ndarray, ya: np.ndarray, l2: float = 1e-3) -> np.ndarray:
+    """The per-area bias b minimising the mean NLL of softmax(logs + b) on these rows (+ l2 * |b|^2)."""
+    from scipy.optimize import minimize
+    from scipy.special import log_softmax, softmax
+
+    onehot = np.eye(logs.shape[1])[ya]
+
+    def loss(b):
+        z = logs + b
+        value = -np.mean(log_softmax(z, axis=1)[np.arange(len(ya)), ya]) + l2 * b @ b
+        grad = np.mean(softmax(z, axis=1) - onehot, axis=0) + 2 * l2 * b
+        return value, grad
+
+    return minimize(loss, np.zeros(logs.shape[1]), jac=True, method="L-BFGS-B").x
+
+
+def area_bias_accuracy(logs: np.ndarray, ya: np.ndarray, passes: int = 3) -> np.ndarray:
+    """Per-area biases on the log area answers by coordinate ascent on accuracy (grid -2..2 by 0.1, 3 passes);
+    ties keep the bias nearest 0."""
+    grid = np.round(np.arange(-2.0, 2.0001, 0.1), 2)
+    b = np.zeros(logs.shape[1])
+    for _ in range(passes):
+        for a in range(len(b)):
+            scores = []
+            for g in grid:
+                b[a] = g
+                scores.append((round(float(((logs + b).argmax(1) == ya).mean()), 12), -abs(g)))
+            b[a] = grid[max(range(len(grid)), key=lambda i: scores[i])]
+    return b
 
 
 def screen_seed(args, seed: int, suffix: str, wanted: set[str] | None) -> list[dict]:
@@ -235,6 +268,19 @@ def screen_seed(args, seed: int, suffix: str, wanted: set[str] | None) -> list[d
             lab_area = area_of(lab, la, n_areas)
             ar, betas = nested(fold, area_acc, lambda b, r, a=lab_area, e=emb_a: (1 - b) * a[r] + b * e[r])
             add(f"emb label-mix + area-only mix C={c:g}", lab, ar, f"beta {betas}")
+    older_file = args.dir / f"emb{suffix}-all.npz"
+    if want("older") and older_file.exists():  # the older papers (crosswalked labels) on every training side
+        o = np.load(older_file)
+        extra_x, extra_y = o["x"][~o["native"]], o["y"][~o["native"]]
+        for c in args.c:
+            older_a = fold_oof(x, ya, fold, n_areas, c, extra=(extra_x, la[extra_y]))
+            add(f"older+own emb area-LR C={c:g} alone", None, older_a)
+            ar, betas = nested(fold, area_acc, lambda b, r, e=older_a: (1 - b) * head_area[r] + b * e[r])
+            add(f"older+own emb area-only mix C={c:g}", mixed, ar, f"beta {betas}")
+            older_l = fold_oof(x, y, fold, n_labels, c, extra=(extra_x, extra_y))
+            add(f"older+own emb label-LR C={c:g} alone", older_l, area_of(older_l, la, n_areas))
+            lab, betas = nested(fold, both, lambda b, r, e=older_l: (1 - b) * mixed[r] + b * e[r])
+            add(f"older+own emb label-mix C={c:g}", lab, area_of(lab, la, n_areas), f"beta {betas}")
     if want("power"):
         ts = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 
@@ -245,11 +291,39 @@ def screen_seed(args, seed: int, suffix: str, wanted: set[str] | None) -> list[d
         ar, chosen = nested(fold, area_acc, powered, grid=ts)
         add("area = sum of p^t (tempered roll-up)", mixed, ar, f"t {chosen}")
         add("area = top-1 label's area", mixed, np.eye(n_areas)[la[mixed.argmax(1)]])
+    if want("bias"):
+        # one additive bias per area on the log head area (fitted on the other folds, NLL + small L2): every label
+        # of an area scaled by exp(b_area), renormalised, so the labels and the area answer stay one distribution
+        b_all = np.zeros((len(y), n_areas))
+        logs = np.log(np.clip(head_area, 1e-12, 1))
+        for k in np.unique(fold):
+            b_all[fold == k] = area_bias(logs[fold != k], ya[fold != k])
+        tilted = mixed * np.exp(b_all[:, la])
+        tilted /= tilted.sum(1, keepdims=True)
+        add("per-area bias (labels tilted too)", tilted, area_of(tilted, la, n_areas))
+        biased = np.exp(logs + b_all)
+        add("per-area bias (area only)", mixed, biased / biased.sum(1, keepdims=True))
+        b_acc = np.zeros((len(y), n_areas))
+        for k in np.unique(fold):
+            b_acc[fold == k] = area_bias_accuracy(logs[fold != k], ya[fold != k])
+        tilted = mixed * np.exp(b_acc[:, la])
+        tilted /= tilted.sum(1, keepdims=True)
+        add("per-area bias by accuracy (labels tilted too)", tilted, area_of(tilted, la, n_areas))
+        add("per-area bias by accuracy (area only)", mixed, np.exp(logs + b_acc))
     if want("stack"):
         logs = np.log(np.clip(head_area, 1e-9, 1))
-        st = fold_oof(logs, ya, fold, n_areas, 1.0)
-        add("stack: LR on log head area (per-area bias)", mixed, st)
-        if emb_a is not None or want("emb"):
+        for c in (0.1, 1.0, 10.0):
+            st = fold_oof(logs, ya, fold, n_areas, c)
+            add(f"stack: LR on log head area C={c:g}", mixed, st)
+        members = np.hstack([np.log(np.clip(area_of(h[m], la, n_areas), 1e-9, 1)) for m in ("base", "native")])
+        st = fold_oof(np.hstack([logs, members]), ya, fold, n_areas, 1.0)
+        add("stack: LR on log area of head, ensemble, native", mixed, st)
+        st = fold_oof(np.log(np.clip(mixed, 1e-9, 1)), ya, fold, n_areas, 1.0)
+        add("stack: LR on log head labels", mixed, st)
+        if emb_a is not None:  # the (last C's) embedding area LR's out-of-fold answers as 9 more features
+            st = fold_oof(np.hstack([logs, np.log(np.clip(emb_a, 1e-9, 1))]), ya, fold, n_areas, 1.0)
+            add("stack: LR on log area of head, emb area-LR", mixed, st)
+        if want("emb"):
             feats = np.hstack([logs, x])
             for c in args.c:
                 st = fold_oof(feats, ya, fold, n_areas, c)
