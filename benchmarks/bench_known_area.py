@@ -335,6 +335,9 @@ def screen_seed(args, seed: int, suffix: str, wanted: set[str] | None) -> list[d
             top3, top1 = top_hits(labels, y, 3).mean(), top_hits(labels, y, 1).mean()
         hits_a = (area.argmax(1) == ya).astype(float)
         diff, low, high = paired_bootstrap(hits_a, head_hits_a, seed=seed)
+        top3_diff = (
+            paired_bootstrap(top_hits(labels, y, 3), top_hits(mixed, y, 3), seed=seed) if labels is not None else None
+        )
         pos = np.isin(ya, position)
         row = dict(
             seed=seed,
@@ -344,12 +347,13 @@ def screen_seed(args, seed: int, suffix: str, wanted: set[str] | None) -> list[d
             area=float(hits_a.mean()),
             vs_head=[round(diff, 4), round(low, 4), round(high, 4)],
             position_recall=float(hits_a[pos].mean()) if pos.any() else None,
+            top3_vs_head=[round(v, 4) for v in top3_diff] if top3_diff else None,
             note=note,
         )
         rows_out.append(row)
         print(
             f"s{seed} {name:48s} top3 {top3:.3f} top1 {top1:.3f} area {hits_a.mean():.3f} "
-            f"d {diff:+.3f} [{low:+.3f}, {high:+.3f}] pos {row['position_recall']} {note}",
+            f"d {diff:+.3f} [{low:+.3f}, {high:+.3f}] top3 d {row['top3_vs_head']} pos {row['position_recall']} {note}",
             flush=True,
         )
     return rows_out
