@@ -328,6 +328,12 @@ def screen_seed(args, seed: int, suffix: str, wanted: set[str] | None) -> list[d
             for c in args.c:
                 st = fold_oof(feats, ya, fold, n_areas, c)
                 add(f"stack: LR on [log head area, emb] C={c:g}", mixed, st)
+    plain_file = args.dir / f"head-s{seed}.npz"  # with titles: also against today's head on abstracts alone
+    plain_hits = None
+    if suffix and plain_file.exists():
+        plain = np.load(plain_file)
+        if (plain["ids"] == h["ids"]).all() and (plain["fold"] == fold).all():
+            plain_hits = (area_of(plain["mixed"], la, n_areas).argmax(1) == ya).astype(float)
     for name, (labels, area, note) in results.items():
         if labels is None:
             top3 = top1 = float("nan")
@@ -348,6 +354,11 @@ def screen_seed(args, seed: int, suffix: str, wanted: set[str] | None) -> list[d
             vs_head=[round(diff, 4), round(low, 4), round(high, 4)],
             position_recall=float(hits_a[pos].mean()) if pos.any() else None,
             top3_vs_head=[round(v, 4) for v in top3_diff] if top3_diff else None,
+            area_vs_abstracts_head=(
+                [round(v, 4) for v in paired_bootstrap(hits_a, plain_hits, seed=seed)]
+                if plain_hits is not None
+                else None
+            ),
             note=note,
         )
         rows_out.append(row)
