@@ -26,18 +26,23 @@ logger = logging.getLogger("bentoml.papertrack")
 _predictor: Any = None  # the worker's TrackPredictor, inherited by the forked child
 
 
-def _explain_json(
-    taxonomy: str | None, abstract: str, title: str | None, top_k: int, terms: int, neighbors: int, model: dict
+def explanation_body(
+    head: Any, abstract: str, title: str | None, top_k: int, terms: int, neighbors: int, model: dict
 ) -> bytes:
-    """In the child: the answer's JSON body (what the service would answer from its own thread)."""
+    """The ``/explain`` answer's JSON body from ``head`` (the predictor of the asked taxonomy): what the event loop
+    answers itself, and what the child answers with."""
     from papertrack.serving.http import explain_api
 
-    head = _predictor.head(taxonomy)
     result = explain_api.bounded(
         explain_api.explain(head, abstract, title, top_k, n_terms=terms, n_neighbors=neighbors)
     )
     result["model"] = model
     return json.dumps(result, ensure_ascii=False).encode("utf-8")
+
+
+def _explain_json(taxonomy: str | None, *args: Any) -> bytes:
+    """In the child: :func:`explanation_body` of its copy of the worker's predictor."""
+    return explanation_body(_predictor.head(taxonomy), *args)
 
 
 def _ready() -> int:
@@ -115,6 +120,3 @@ class ExplainProcess:
                     pool.shutdown(wait=False, cancel_futures=True)
                     self.pool = self._start()
         raise ChildGone("the explanation stopped twice (its process died); send the request again later")
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)

@@ -151,6 +151,18 @@ def request_headers(scope, *names: bytes) -> list[str | None]:
     return [found.get(name) for name in names]
 
 
+def replaying(messages: list, receive):
+    """A receive that gives ``messages`` (already read from ``receive``) first, then what ``receive`` gives."""
+    pending = iter(messages)
+
+    async def replayed():
+        for message in pending:
+            return message
+        return await receive()
+
+    return replayed
+
+
 def host_name(host: str) -> str:
     """``example.org:3000`` -> ``example.org``; ``[::1]:3000`` -> ``[::1]`` (lower case)."""
     host = host.strip().lower()
@@ -304,7 +316,7 @@ class RequestGuard:
             buffered = await self._buffered(receive, send)
             if buffered is None:
                 return None
-            receive, _ = buffered
+            receive = buffered
         return await self._guarded(scope, receive, send)
 
     async def _guarded(self, scope, receive, send):
@@ -335,7 +347,7 @@ class RequestGuard:
 
     async def _buffered(self, receive, send):
         """Read the whole body up to the limit (also when it has no Content-Length: chunked): a receive that
-        replays it, and its size; None after answering 413."""
+        replays it; None after answering 413."""
         chunks, size = [], 0
         while True:
             message = await receive()
@@ -356,14 +368,7 @@ class RequestGuard:
             chunks.append(message)
             if not message.get("more_body", False):
                 break
-        replay = iter(chunks)
-
-        async def replayed():
-            for message in replay:
-                return message
-            return await receive()
-
-        return replayed, size
+        return replaying(chunks, receive)
 
 
 # --------------------------------------------------------------------------- bounded metrics labels

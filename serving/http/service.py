@@ -53,7 +53,7 @@ from papertrack.models.request import PredictRequest, TopKError
 from papertrack.serving.http import bento_store, explain_api, page, private_hooks, schemas
 from papertrack.serving.http.drift_api import request_schema as drift_request_schema
 from papertrack.serving.http.error_answers import error_body
-from papertrack.serving.http.explain_process import ChildGone, ExplainProcess
+from papertrack.serving.http.explain_process import ChildGone, ExplainProcess, explanation_body
 from papertrack.serving.http.middleware import (
     MAX_BODY_BYTES,
     ConnectionRecycler,
@@ -336,11 +336,8 @@ class PaperTrack:
         return Response(body, media_type="application/json")
 
     def _explain_one(self, head, abstract: str, title: str | None, top_k: int, terms: int, neighbors: int) -> Response:
-        result = explain_api.bounded(
-            explain_api.explain(head, abstract, title, top_k, n_terms=terms, n_neighbors=neighbors)
-        )
-        result["model"] = self._model_json
-        return _json(result)
+        body = explanation_body(head, abstract, title, top_k, terms, neighbors, self._model_json)
+        return Response(body, media_type="application/json")
 
     @metadata_app.get(
         "/metadata",

@@ -23,6 +23,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
+from papertrack.serving.http.middleware import replaying, request_headers
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
@@ -31,18 +33,17 @@ LARGE_BODY_BYTES = 8 * 1024
 """A body this large (a long abstract, a batch, a dump) takes its turn; /predict of a typical abstract (~1.5 KB)
 never waits."""
 LARGE_AT_ONCE = 2
-"""Large requests in a worker's app at once (2 workers on 2 cores: the work itself runs on threads)."""
+"""Large requests in a worker's app at once (2 workers on 2 cores; their heavy work runs off the event loop)."""
 
 
 def content_length(scope: Scope) -> int | None:
-    """The request's Content-Length; None when absent or not a number (the app answers that)."""
-    for name, value in scope.get("headers", ()):
-        if name.lower() == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
+    """The request's Content-Length, as :class:`~.middleware.RequestGuard` reads it; None when absent or not a
+    number (RequestGuard answers that)."""
+    (length,) = request_headers(scope, b"content-length")
+    try:
+        return None if length is None else int(length.encode("latin-1"))
+    except ValueError:
+        return None
 
 
 class LargeRequestTurns:
@@ -78,13 +79,7 @@ class LargeRequestTurns:
             if not message.get("more_body", False):
                 whole = True
                 break
-        replay = iter(chunks)
-
-        async def replayed() -> Message:
-            for message in replay:
-                return message
-            return await receive()
-
+        replayed = replaying(chunks, receive)
         if whole and size >= LARGE_BODY_BYTES:
             async with self.turns():
                 return await self.app(scope, replayed, send)
