@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Create .venv (Python 3.11) and install papertrack with its extras (embeddings, spark, team) and the test tools.
-# `scripts/setup.sh core` installs papertrack alone (what the main job needs: TF-IDF models, MLflow, BentoML),
-# without torch, Spark, psycopg or the test tools. Idempotent: a second run only checks what is installed.
+# Create .venv (Python 3.11) and install the exact versions CI passed with, from a lock file (requirements/*.lock,
+# pip-tools' hashed requirements), then papertrack itself (editable, no dependency resolution).
+# `scripts/setup.sh` installs requirements/all.lock: papertrack with its extras (embeddings, spark, team) and the test
+# tools. `scripts/setup.sh core` installs requirements/core.lock: papertrack alone (what the main job needs: TF-IDF
+# models, MLflow, BentoML), without torch, Spark, psycopg or the test tools. Idempotent: a second run only checks
+# what is installed (and puts back anything that moved). `scripts/lock.sh` refreshes both locks from pyproject.toml's
+# ranges (people who install papertrack as a library get those ranges, not the lock).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3.11}
@@ -13,24 +17,23 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # The editable install is setuptools' default mode. Static tools (mypy, pyright, IDEs) need no help from it:
 # papertrack/features, models, training and serving are symbolic links to the root folders, so the checkout itself
-# is the plain package tree `papertrack.*` (pyproject.toml). Not editable_mode=strict: a module added later would be
-# missing from the installed CLI until the next install; not compat: it would put the repository root on sys.path
-# (a top-level `models`, `tests`, ... importable).
-# torch==2.13.0 is pinned in the [embeddings] extra: pip takes the local CPU wheel instead of a CUDA build.
+# is the plain package tree `papertrack.*` (pyproject.toml).
+# torch==2.13.0 is pinned in the [embeddings] extra (and its CPU build, 2.13.0+cpu, in the lock with its hash).
 # Byte-compiled modules: with PYTHONDONTWRITEBYTECODE set (it is on the team's machines) Python never caches what it
-# compiles, so every command compiled MLflow, scikit-learn, pandas, ... again at each start (half of `papertrack
-# taxonomies`' 23 s). The full install lets pip compile everything (the test suite starts hundreds of processes);
-# `core` skips pip's compile of all ~40,000 files (98.6 -> 46.8 s, quiet machine) and compiles only what the
-# main job's commands import (~11 s; `runs` 15.5 -> 7.4 s, `taxonomies` 22.9 -> 10.0 s, `label` 29.0 -> 9.3 s,
-# loaded machine).
+# compiles. The full install lets pip compile everything (the test suite starts hundreds of processes); `core` skips
+# pip's compile of all ~40,000 files and compiles only what the main job's commands import.
+pip_install=(.venv/bin/python -m pip install --quiet --progress-bar off --require-hashes --no-deps)
 if [ "${1:-all}" = core ]; then
-  .venv/bin/python -m pip install --quiet --progress-bar off --no-compile -e .
+  "${pip_install[@]}" --no-compile -r requirements/core.lock
+  .venv/bin/python -m pip install --quiet --progress-bar off --no-compile --no-deps -e .
   env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -c "
 import papertrack.cli, papertrack.training.pipeline, papertrack.training.sweep, papertrack.serving.batch.labeler
 import papertrack.serving.taxonomies_command, mlflow.pyfunc, mlflow.tracking, sklearn.linear_model, sklearn.svm
 import sklearn.naive_bayes, sklearn.feature_extraction.text, joblib, pandas, scipy.sparse, rich, bentoml"
 else
-  .venv/bin/python -m pip install --quiet --progress-bar off -e ".[embeddings,spark,team,dev]"
+  "${pip_install[@]}" -r requirements/all.lock
+  .venv/bin/python -m pip install --quiet --progress-bar off --no-deps -e .
 fi
+.venv/bin/python -m pip check >/dev/null || { .venv/bin/python -m pip check; exit 1; }
 .venv/bin/papertrack --help >/dev/null
-echo "papertrack installed in $(pwd)/.venv"
+echo "papertrack installed in $(pwd)/.venv (versions from requirements/$([ "${1:-all}" = core ] && echo core || echo all).lock)"
