@@ -2,9 +2,13 @@
 
 Every command that uses a model asks here: ``label``/``suggest`` ``--model``, ``serve``/``build`` ``--alias`` and
 ``papertrack.load()``. A reference is an MLflow model URI (``models:/papertrack@champion``, ``models:/papertrack/3``,
-``runs:/…``, a local folder) or a short form of one: ``challenger`` (an alias of ``papertrack``), ``3`` (one of its
-versions), ``name@alias``. When the model, alias or version does not exist, :class:`~papertrack.errors.NoModelError`
-says, in one line, what was asked, where it looked, what the store has (names, aliases, versions) and the fix::
+``runs:/…``, ``file:…``), a local folder written as a path (``./champion``, ``/abs/model``, ``~/model``) or a short form
+of a registry reference: ``challenger`` (an alias of ``papertrack``), ``3`` (one of its versions), ``name@alias``.
+Names come before paths: a bare ``champion`` or ``3`` always means the registry, even when a folder of that name is in
+the working directory (a data bundle unpacked there must not be loaded, and its pickle run, by ``--model champion``);
+such a folder gets a warning saying how to name it. When the model, alias or version does not exist,
+:class:`~papertrack.errors.NoModelError` says, in one line, what was asked, where it looked, what the store has
+(names, aliases, versions) and the fix::
 
     cannot load models:/papertrack@prod from /p/.papertrack (PAPERTRACK_HOME): model 'papertrack' has no alias
     'prod'. Registered: papertrack (aliases champion = version 2, challenger = version 3; versions 1-3). Pass one of
@@ -14,6 +18,7 @@ says, in one line, what was asked, where it looked, what the store has (names, a
 from __future__ import annotations
 
 import difflib
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +27,8 @@ from typing import Any
 from papertrack import settings
 from papertrack.errors import NoModelError
 from papertrack.store import Store
+
+logger = logging.getLogger(__name__)
 
 TRAIN_HINT = "Run `papertrack train` to train and register a champion"
 # how each caller names the reference in the fix ("e.g. --model champion")
@@ -66,15 +73,33 @@ def parse(reference: str) -> Target:
         return Target(reference, text, match[1], alias=match[2])
     if match := re.fullmatch(r"models:/([^/@]+)/(\d+)", text):
         return Target(reference, text, match[1], version=match[2])
-    if re.match(r"[A-Za-z][\w+.-]*:/", text) or Path(text).exists():
-        return Target(reference, text)  # another URI, or a local model folder: MLflow reads it
+    if re.match(r"[A-Za-z][\w+.-]*:/", text) or _is_path(text):
+        return Target(reference, str(Path(text).expanduser()) if text.startswith("~") else text)  # MLflow reads it
+    target = None
     if text.isdigit():
-        return Target(reference, f"models:/{settings.MODEL_NAME}/{text}", settings.MODEL_NAME, version=text)
-    if (match := re.fullmatch(r"([^/@\s]+)@([^/@\s]+)", text)) and _WORD.fullmatch(match[2]):
-        return Target(reference, f"models:/{match[1]}@{match[2]}", match[1], alias=match[2])
-    if _WORD.fullmatch(text):
-        return Target(reference, f"models:/{settings.MODEL_NAME}@{text}", settings.MODEL_NAME, alias=text)
-    return Target(reference, text)
+        target = Target(reference, f"models:/{settings.MODEL_NAME}/{text}", settings.MODEL_NAME, version=text)
+    elif (match := re.fullmatch(r"([^/@\s]+)@([^/@\s]+)", text)) and _WORD.fullmatch(match[2]):
+        target = Target(reference, f"models:/{match[1]}@{match[2]}", match[1], alias=match[2])
+    elif _WORD.fullmatch(text):
+        target = Target(reference, f"models:/{settings.MODEL_NAME}@{text}", settings.MODEL_NAME, alias=text)
+    if target is None:
+        return Target(reference, text)
+    if Path(text).exists():
+        logger.warning(
+            "%r means %s in the registry, not the folder ./%s in %s; to load that folder, pass ./%s",
+            text,
+            target.uri,
+            text,
+            Path.cwd(),
+            text,
+        )
+    return target
+
+
+def _is_path(text: str) -> bool:
+    """A reference written as a path: it has a folder separator or starts with ``.`` or ``~`` (``./champion``,
+    ``/abs/model``, ``~/model``, ``..``). A bare name never is, even when a folder of that name exists."""
+    return "/" in text or "\\" in text or text.startswith((".", "~"))
 
 
 def registered_models(store: Store) -> list[Registered]:

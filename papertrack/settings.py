@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from papertrack.errors import PapertrackError
+
 MODEL_NAME = "papertrack"
 EXPERIMENT_NAME = "papertrack"
 DEFAULT_SEED = 42
@@ -30,6 +32,7 @@ ALLOWED_HOSTS_ENV = "PAPERTRACK_ALLOWED_HOSTS"
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
 MAX_INPUT_BYTES_ENV = "PAPERTRACK_MAX_INPUT_BYTES"  # read by the input readers (features/)
 BENTOML_HOME_ENV = "BENTOML_HOME"  # BentoML's own; papertrack passes it on
+SAFE_STORES_ENV = "PAPERTRACK_SAFE_STORES"  # stores found above the working directory that are used though not yours
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,12 @@ VARIABLES: tuple[Variable, ...] = (
         HOME_ENV,
         "the nearest `.papertrack/` holding `mlflow.db`, from the working directory up; else `./.papertrack`",
         "MLflow sqlite store `mlflow.db`, artifacts `artifacts/`, embedding cache",
+    ),
+    Variable(
+        SAFE_STORES_ENV,
+        "none",
+        "`.papertrack` folders (separated by `:`; `*`: any) used when found from the working directory up although "
+        "another user owns them or others can write them (as git's `safe.directory`)",
     ),
     Variable(EMBEDDING_CACHE_ENV, "`<home>/embedding-cache`", "sentence-embedding cache folder; `off` disables it"),
     Variable(TORCH_THREADS_ENV, "the CPUs this process may use", "torch threads for embedding"),
@@ -137,20 +146,81 @@ STORE_FOLDER = ".papertrack"  # the store's folder, looked for from the working 
 STORE_DATABASE = "mlflow.db"  # what makes a folder a store
 
 
-def find_store(start: Path) -> Path | None:
-    """The nearest ``.papertrack`` folder holding ``mlflow.db`` in ``start`` or a folder above it, else None."""
+class UnsafeStore(PapertrackError):
+    """A ``.papertrack`` found from the working directory up that another user owns or others can write: loading
+    its models would run their code as you."""
+
+
+def find_store(start: Path, safe: tuple[str, ...] = ()) -> Path | None:
+    """The nearest ``.papertrack`` folder holding ``mlflow.db`` in ``start`` or a folder above it, else None.
+
+    As git does for repositories (``safe.directory``, CVE-2022-24765): a store found there that another user owns,
+    or that others can write, is refused (:class:`UnsafeStore`, naming it, its owner and the ways out) unless
+    ``safe`` (``PAPERTRACK_SAFE_STORES``) lists it; and the walk stops below a folder that others can write or that
+    is sticky (``/tmp``): a store in such a folder (or above it) is never used from a folder under it."""
     for folder in (start, *start.parents):
+        if folder != start and _shared_folder(folder):
+            return None
         candidate = folder / STORE_FOLDER
         if (candidate / STORE_DATABASE).is_file():
+            problem = _not_yours(candidate)
+            if problem and "*" not in safe and str(candidate) not in {str(Path(p).expanduser()) for p in safe}:
+                raise _unsafe(candidate, problem)
             return candidate
     return None
+
+
+def _shared_folder(folder: Path) -> bool:
+    """Others may create entries in it: world-writable or sticky (``/tmp``, ``/var/tmp``, a shared scratch)."""
+    import stat
+
+    try:
+        mode = folder.stat().st_mode
+    except OSError:
+        return True  # cannot tell: do not look further up
+    return bool(mode & (stat.S_IWOTH | stat.S_ISVTX))
+
+
+def _not_yours(store: Path) -> str | None:
+    """Why ``store`` is not safe to load models from, or None: it, its database or its artifacts folder is owned by
+    another user, or writable by group or others."""
+    import stat
+
+    for path in (store, store / STORE_DATABASE, store / "artifacts"):
+        try:
+            info = path.lstat()
+        except FileNotFoundError:
+            continue
+        if info.st_uid != os.geteuid():
+            return f"{path} is owned by {_owner(info.st_uid)}, not by you ({_owner(os.geteuid())})"
+        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not stat.S_ISLNK(info.st_mode):
+            return f"{path} can be written by {'others' if info.st_mode & stat.S_IWOTH else 'its group'}"
+    return None
+
+
+def _owner(uid: int) -> str:
+    try:
+        import pwd
+
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def _unsafe(store: Path, problem: str) -> UnsafeStore:
+    return UnsafeStore(
+        f"refusing the papertrack store {store}, found above {Path.cwd()}: {problem}; loading its models would run "
+        f"code someone else wrote. Use your own store: run in your project's folder or export {HOME_ENV}=<your "
+        f".papertrack folder>; or, if you trust this one, export {SAFE_STORES_ENV}={store}"
+    )
 
 
 def _home(env) -> tuple[Path, str]:
     if env.get(HOME_ENV):
         return Path(env[HOME_ENV]).expanduser().resolve(), "env"
     here = Path.cwd().resolve()
-    found = find_store(here)
+    safe = tuple(p.strip() for p in env.get(SAFE_STORES_ENV, "").split(os.pathsep) if p.strip())
+    found = find_store(here, safe)
     return (found, "found") if found is not None else (here / STORE_FOLDER, "new")
 
 

@@ -3,10 +3,12 @@
 Default: a sqlite store under ``PAPERTRACK_HOME`` with artifacts in ``<home>/artifacts``. Without
 ``PAPERTRACK_HOME``, the store is the nearest ``.papertrack/`` holding ``mlflow.db`` in the working directory or a
 folder above it (as git finds ``.git``), so every folder of a project uses the project's store; ``train`` creates
-``./.papertrack`` when there is none. A command that only reads (``label``, ``suggest``, ``serve``, ``build``,
-``runs``, ``ui``, ``papertrack.load()``) never creates a store: outside any project it uses the store
-``train`` last wrote to (recorded per user, :func:`recorded_store`), else it raises :class:`NoStore` saying where it
-looked. A user-set
+``./.papertrack`` when there is none. As git does for repositories, a store found above the working directory that
+another user owns or others can write is refused, and the walk never goes past a folder others can write (``/tmp``):
+:func:`papertrack.settings.find_store`. A store found in a folder above the working directory is named on stderr.
+A command that only reads (``label``, ``suggest``, ``serve``, ``build``, ``runs``, ``ui``, ``papertrack.load()``)
+never creates a store: outside any project it raises :class:`NoStore` saying where it looked (there is no per-user
+"last store": it would silently switch a command to another checkout's model). A user-set
 ``MLFLOW_TRACKING_URI`` wins; for a database URI (sqlite, postgresql, ...) the experiment's artifacts
 still go under ``PAPERTRACK_HOME`` (never the working directory), for a tracking server (http/https)
 they go to the server's artifact store.
@@ -57,16 +59,13 @@ class NoStore(NoModelError):
     """A command that reads found no store (it never creates one); the message says where it looked."""
 
 
-LAST_STORE_FILE = "last-store"  # in the per-user state folder: the store ``train`` last wrote to
-
-
 @dataclass(frozen=True)
 class Store:
     """One MLflow store, as a value: pass it to the library code that reads or writes it.
 
     ``chosen`` says how :func:`open` found it: ``user`` (MLFLOW_TRACKING_URI), ``env`` (PAPERTRACK_HOME),
-    ``found`` (the nearest .papertrack from the working directory up), ``recorded`` (the store ``train`` last
-    wrote to) or ``new`` (./.papertrack, created by ``train``)."""
+    ``found`` (the nearest .papertrack from the working directory up) or ``new`` (./.papertrack, created by
+    ``train``)."""
 
     tracking_uri: str
     registry_uri: str
@@ -113,7 +112,6 @@ class Store:
         how = {
             "env": settings.HOME_ENV,
             "found": f"the nearest {settings.STORE_FOLDER} from {Path.cwd()} up",
-            "recorded": f"the store `papertrack train` last used, recorded in {recorded_store_file()}",
             "new": "new",
         }[self.chosen]
         return f"{self.home} ({how})"
@@ -153,63 +151,28 @@ def _point_mlflow_at(tracking_uri: str, registry_uri: str) -> None:
             os.environ.update({name: value})
 
 
-def recorded_store_file() -> Path:
-    """Where ``train`` records the store it wrote to (``~/.local/state/papertrack/last-store`` on Linux)."""
-    import platformdirs
-
-    return platformdirs.user_state_path("papertrack") / LAST_STORE_FILE
-
-
-def recorded_store() -> Path | None:
-    """The store ``train`` last wrote to, when it still holds ``mlflow.db``."""
-    try:
-        home = Path(recorded_store_file().read_text(encoding="utf-8").strip())
-    except (OSError, ValueError):
-        return None
-    return home if home.is_absolute() and (home / settings.STORE_DATABASE).is_file() else None
-
-
-def _record_store(home: Path) -> None:
-    """Remember ``home`` for read commands run outside any project (best effort: a warning when it cannot)."""
-    path = recorded_store_file()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(f"{home}\n", encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        logger.warning(
-            "cannot record the store in %s (%s): outside %s, set %s", path, exc.strerror, home.parent, settings.HOME_ENV
-        )
-
-
 def _for_reading(current: settings.Settings) -> Store:
-    """The store a read command uses; NoStore when there is none (nothing is created). Outside any project it is
-    the store ``train`` recorded: the returned value carries its home, and whoever starts a process that must use it
-    passes :meth:`Store.environment` (nothing is exported)."""
+    """The store a read command uses; NoStore when there is none (nothing is created)."""
     if current.user_tracking_uri is not None or (current.home / settings.STORE_DATABASE).is_file():
         return Store.of(current)
     if current.home_source == "new":
-        recorded = recorded_store()
-        if recorded is not None:
-            logger.warning(
-                "no %s store in %s or a folder above it; using %s, the store `papertrack train` last used",
-                settings.STORE_FOLDER,
-                Path.cwd(),
-                recorded,
-            )
-            return Store.of(dataclasses.replace(current, home=recorded, home_source="env"), chosen="recorded")
         raise NoStore(
             f"no papertrack store found: no {settings.STORE_FOLDER}/{settings.STORE_DATABASE} in {Path.cwd()} or a "
-            f"folder above it, and no store recorded by `papertrack train` ({recorded_store_file()}). Run "
-            f"`papertrack train` in your project's folder, or set {settings.HOME_ENV} to the {settings.STORE_FOLDER} "
-            f"folder that holds {settings.STORE_DATABASE}"
+            f"folder above it (the search stops below folders others can write, such as /tmp). Run `papertrack "
+            f"train` in your project's folder, run this command there, or set {settings.HOME_ENV} to the "
+            f"{settings.STORE_FOLDER} folder that holds {settings.STORE_DATABASE}"
         )
     raise NoStore(
         f"no papertrack store at {current.home} ({settings.HOME_ENV}): it has no {settings.STORE_DATABASE}. Run "
         f"`papertrack train` to create one there, or point {settings.HOME_ENV} at the {settings.STORE_FOLDER} folder "
         f"that holds {settings.STORE_DATABASE} (unset, papertrack looks from the working directory up)"
     )
+
+
+def _say_where(store: Store) -> None:
+    """Name the store on stderr when it is not the working folder's own (found in a folder above it)."""
+    if store.chosen == "found" and store.home.parent != Path.cwd().resolve():
+        logger.warning("using the papertrack store %s", store.where())
 
 
 def open(  # noqa: A001 - store.open()
@@ -221,8 +184,8 @@ def open(  # noqa: A001 - store.open()
     (commands that only read): nothing is created — no folder, database or experiment; no store is
     :class:`NoStore` (see the module doc). With ``create``, a sqlite store is created (schema and experiment)
     under an exclusive lock on ``<db>.lock``: two commands started at once on a new store used to both create
-    MLflow's tables ("table registered_model_tags already exists"), and the store is recorded for read commands run
-    outside any project. A folder or database that cannot be written is one :class:`StoreNotWritable` naming it.
+    MLflow's tables ("table registered_model_tags already exists"). A folder or database that cannot be written is
+    one :class:`StoreNotWritable` naming it.
     MLflow's process-wide URIs are not touched. ``home``: the store in that folder (a ``.papertrack`` folder; as if
     PAPERTRACK_HOME named it, whatever the environment says about the store), e.g. to use two stores side by side.
     """
@@ -239,6 +202,7 @@ def open(  # noqa: A001 - store.open()
             database.parent.mkdir(parents=True, exist_ok=True)
         if store.is_server:
             check_tracking_server(uri)
+        _say_where(store)
         if not create:
             return store
         with _creating(database):
@@ -247,8 +211,6 @@ def open(  # noqa: A001 - store.open()
                 if store.artifact_location is not None:
                     (store.home / "artifacts").mkdir(parents=True, exist_ok=True)
                 _create_experiment(client, store.artifact_location)
-        if store.chosen in ("found", "new"):
-            _record_store(store.home)
     except OSError as exc:
         if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EEXIST):
             raise

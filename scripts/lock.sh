@@ -4,8 +4,9 @@
 # scripts/quickstart.sh installs), both with hashes (pip-tools' pip-compile, run from a tool venv of its own).
 # core.lock is compiled from all.lock's pins, so the two never disagree. Prints what moved, then: run
 # scripts/test.sh (it installs the new lock into .venv) and commit the locks only when it is green.
-#   scripts/lock.sh                  every dependency to its newest release within the ranges
-#   scripts/lock.sh -P uvicorn       only that package (pip-compile's --upgrade-package; repeatable)
+#   scripts/lock.sh                  follow pyproject.toml (added or removed dependencies), keeping every other pin
+#   scripts/lock.sh --upgrade        every dependency to its newest release within the ranges
+#   scripts/lock.sh -P uvicorn       that package to its newest release (pip-compile's --upgrade-package; repeatable)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3.11}
@@ -15,15 +16,13 @@ if [ ! -x "$tools/bin/pip-compile" ]; then
   "$PYTHON" -m venv "$tools"
   "$tools/bin/python" -m pip install --quiet "pip-tools>=7.4,<8"
 fi
-upgrade=(--upgrade)
-[ "${1:-}" = -P ] && upgrade=()
 pins() { grep -E '^[A-Za-z0-9_.-]+==' "$1" | sed 's/ .*//' | sort; }
 old=$(mktemp)
 trap 'rm -f "$old"' EXIT
 pins requirements/all.lock >"$old"
 compile=("$tools/bin/pip-compile" --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url
   --no-emit-find-links)
-"${compile[@]}" "${upgrade[@]}" "$@" --extra embeddings,spark,team,dev -o requirements/all.lock pyproject.toml
+"${compile[@]}" "$@" --extra embeddings,spark,team,dev -o requirements/all.lock pyproject.toml
 cp requirements/all.lock requirements/core.lock  # pip-compile keeps the pins it finds in its output file
 "${compile[@]}" -o requirements/core.lock pyproject.toml
 echo "what moved in requirements/all.lock:"

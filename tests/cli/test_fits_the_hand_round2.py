@@ -5,7 +5,6 @@ one message for a model that does not exist, whichever command asks; CSV problem
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -32,62 +31,6 @@ def no_home(monkeypatch, tmp_path):
     monkeypatch.delenv(settings.TRACKING_URI_ENV, raising=False)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     return tmp_path
-
-
-# --------------------------------------------------------------------------- 1: where the store is
-
-
-def test_the_store_is_the_nearest_one_above_the_working_directory(no_home, monkeypatch):
-    project = no_home / "project"
-    (project / ".papertrack").mkdir(parents=True)
-    (project / ".papertrack" / "mlflow.db").write_bytes(b"")
-    (project / "notes" / "deep").mkdir(parents=True)
-    (project / "notes" / ".papertrack").mkdir()  # an empty one (an older papertrack made these): not a store
-    monkeypatch.chdir(project / "notes" / "deep")
-    current = settings.current()
-    assert current.home == project / ".papertrack" and current.home_source == "found"
-    monkeypatch.chdir(no_home)
-    assert settings.current().home == no_home / ".papertrack" and settings.current().home_source == "new"
-
-
-def test_a_read_command_creates_no_store_and_says_where_it_looked(no_home, monkeypatch, tmp_path):
-    folder = tmp_path / "elsewhere"
-    folder.mkdir()
-    monkeypatch.chdir(folder)
-    dump = folder / "dump.jsonl"
-    dump.write_text(json.dumps({"abstract": ABSTRACT}) + "\n", encoding="utf-8")
-    for args in (("label", str(dump), "-o", "out.jsonl"), ("suggest", str(dump)), ("runs",), ("serve",)):
-        result = _run(*args)
-        assert result.exit_code == 1, (args, result.output)
-        message = " ".join(result.output.split())
-        assert f"no .papertrack/mlflow.db in {folder} or a folder above it" in message, message
-        assert str(tmp_path / "state" / "papertrack" / "last-store") in message
-        assert "Run `papertrack train` in your project's folder" in message
-    assert sorted(p.name for p in folder.iterdir()) == ["dump.jsonl"]  # no .papertrack, no output
-    with pytest.raises(NoModelError, match="no papertrack store found"):
-        import papertrack
-
-        papertrack.load()
-    assert not (folder / ".papertrack").exists()
-
-
-def test_outside_any_project_a_read_uses_the_store_train_last_wrote_to(no_home, monkeypatch, caplog):
-    project, outside = no_home / "project", no_home / "outside"
-    project.mkdir()
-    outside.mkdir()
-    monkeypatch.chdir(project)
-    store.open()  # what train does first: creates ./.papertrack and records it
-    assert store.recorded_store() == project / ".papertrack"
-    monkeypatch.chdir(outside)
-    with caplog.at_level("WARNING", logger="papertrack.store"):
-        opened = store.open(create=False)
-    assert opened.tracking_uri == f"sqlite:///{project / '.papertrack' / 'mlflow.db'}"
-    assert f"using {project / '.papertrack'}, the store `papertrack train` last used" in caplog.text
-    assert not (outside / ".papertrack").exists()
-    assert "recorded in" in opened.where()
-    # passed on to the processes it starts (Spark, bentoml serve), not exported
-    assert opened.environment()[settings.HOME_ENV] == str(project / ".papertrack")
-    assert os.environ.get(settings.HOME_ENV) is None
 
 
 # --------------------------------------------------------------------------- 4: one message for a missing model
@@ -285,53 +228,6 @@ def test_predict_frame_columns_cannot_clash_with_a_labeled_dump():
 def test_iclr_records_have_the_fields_the_frame_would_have_clashed_with(data_dir):
     first = json.loads(Path(data_dir, "iclr2024_topics.jsonl").open(encoding="utf-8").readline())
     assert "area" in first or "label" in first
-
-
-# --------------------------------------------------------------------------- a new user's walk, end to end
-
-
-@pytest.mark.slow
-def test_a_trained_model_is_found_from_a_subfolder_and_from_outside_the_project(trained, tmp_path):
-    """The session's trained store as a project's ``.papertrack``: ``label`` from a folder inside the project and
-    from a folder outside it (through the store recorded per user) labels, with no traceback and no new store."""
-    import subprocess
-    import sys
-
-    project, outside, state = tmp_path / "project", tmp_path / "outside", tmp_path / "state"
-    (project / "notes").mkdir(parents=True)
-    outside.mkdir()
-    (project / ".papertrack").symlink_to(trained["home"], target_is_directory=True)
-    dump = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "samples" / "unlabeled_dump.txt"
-    if not dump.exists():
-        pytest.skip(f"{dump} not found")
-    env = {k: v for k, v in os.environ.items() if k not in (settings.HOME_ENV, settings.TRACKING_URI_ENV)}
-    env["XDG_STATE_HOME"] = str(state)
-
-    def label(cwd: Path):
-        return subprocess.run(
-            [sys.executable, "-m", "papertrack.cli", "label", str(dump), "-o", "out.jsonl", "--no-progress"],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-
-    inside = label(project / "notes")
-    assert inside.returncode == 0, inside.stderr
-    assert "Traceback" not in inside.stderr and "not found" not in inside.stderr
-    assert (project / "notes" / "out.jsonl").read_text(encoding="utf-8").count("\n") == 30
-    lost = label(outside)  # nothing recorded yet: the error says where it looked
-    assert lost.returncode == 1 and f"no .papertrack/mlflow.db in {outside} or a folder above it" in " ".join(
-        lost.stderr.split()
-    )
-    (state / "papertrack").mkdir(parents=True)
-    (state / "papertrack" / "last-store").write_text(f"{project / '.papertrack'}\n", encoding="utf-8")
-    found = label(outside)
-    assert found.returncode == 0, found.stderr
-    assert f"using {project / '.papertrack'}, the store `papertrack train` last used" in found.stderr
-    assert "Traceback" not in found.stderr
-    assert sorted(p.name for p in outside.iterdir() if p.name.startswith(".")) == []  # no .papertrack created
 
 
 def test_the_cli_starts_without_importing_mlflow():
