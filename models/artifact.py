@@ -8,20 +8,19 @@ Nothing else turns probabilities into ranked tracks.
 from __future__ import annotations
 
 import json
+import logging
 import pickle
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import joblib
-import mlflow
 import numpy as np
 import pandas as pd
 import sklearn
 import yaml
 from mlflow.artifacts import download_artifacts
-from mlflow.models import ModelSignature
+from mlflow.models import Model, ModelSignature
 from mlflow.pyfunc import PythonModel
 from mlflow.types.schema import ColSpec, ParamSchema, ParamSpec, Schema
 
@@ -39,6 +38,8 @@ from papertrack.models.neighbors import NeighborIndex
 # (~200 MB, mostly TF-IDF vocabularies) loads in ~0.4 s and saves in ~1 s; joblib's compressed file of the same
 # predictor took ~4.7 s to load and ~13 s to save (its unpickler is the pure-Python one). Models saved before
 # (same format, ``predictor.joblib``) still load.
+logger = logging.getLogger(__name__)
+
 PREDICTOR_FILE = "predictor.pkl"
 LEGACY_PREDICTOR_SUFFIX = ".joblib"
 ARTIFACTS_FOLDER = "artifacts"  # where MLflow keeps a pyfunc's artifacts inside the model folder
@@ -281,21 +282,72 @@ def signature() -> ModelSignature:
     )
 
 
-def load_predictor(model_uri: str) -> tuple[TrackPredictor, Any]:
-    """Load a logged/registered pyfunc (a model URI or a local model folder) and return its TrackPredictor and the
-    pyfunc itself. The artifact's manifest is checked first: another format is
-    :class:`~.manifest.IncompatibleArtifact`, a damaged file :class:`~.manifest.DamagedArtifact`, each naming the
-    model and what to do."""
+def load_predictor(model_uri: str) -> tuple[TrackPredictor, Model]:
+    """Load a logged/registered pyfunc (a model URI or a local model folder): its TrackPredictor and its MLflow
+    metadata (``MLmodel``: signature, flavors). Called where MLflow's process-wide URIs name the store.
+
+    Nothing of the model is unpickled but ``artifacts/predictor.pkl``, and only after the checks: for a registered
+    version, a run's model or a logged model, every file of the downloaded folder must have the sha256 recorded in
+    the tracking store when it was logged (:data:`~.manifest.FILES_TAG`; a model logged before that tag existed
+    loads with a warning saying how to re-register it); then the artifact's own manifest (format, predictor's
+    digest). MLflow's ``python_model.pkl`` (a cloudpickled :class:`PaperTrackModel`, which carries no state) is
+    never loaded here: papertrack builds the wrapper itself. A mismatch is a
+    :class:`~.manifest.DamagedArtifact` naming the file; another format :class:`~.manifest.IncompatibleArtifact`."""
+    asked = model_uri
+    model_uri, expected = pinned(model_uri)
     local = Path(model_uri) if Path(model_uri).is_dir() else Path(download_artifacts(artifact_uri=model_uri))
     stored = _stored_at(model_uri)  # where the files are kept (``local`` may be a temporary copy)
-    manifest.check(local / ARTIFACTS_FOLDER, model_uri, f"{stored}/{ARTIFACTS_FOLDER}")
+    manifest.check(local / ARTIFACTS_FOLDER, asked, f"{stored}/{ARTIFACTS_FOLDER}")  # reads JSON only
+    if expected is not None:
+        manifest.check_model_files(local, expected, asked, stored)
+    elif model_uri.startswith(("models:/", "runs:/")):
+        logger.warning(
+            "%s was logged by an earlier papertrack: only its predictor's digest is checked, not MLmodel or "
+            "python_model.pkl (which papertrack never unpickles); %s",
+            asked,
+            manifest.REREGISTER,
+        )
     try:
-        pyfunc = mlflow.pyfunc.load_model(str(local))
-    except (pickle.UnpicklingError, EOFError, zlib.error, yaml.YAMLError) as exc:  # MLflow's own files
+        metadata = Model.load(str(local / "MLmodel"))
+    except (OSError, yaml.YAMLError, ValueError, TypeError) as exc:
         raise DamagedArtifact(
-            f"the model files in {stored} are damaged ({type(exc).__name__}: {exc}); {manifest.RETRAIN}"
+            f"{stored}/MLmodel is damaged ({type(exc).__name__}: {exc}); {manifest.RETRAIN}", "MLmodel"
         ) from None
-    return pyfunc.unwrap_python_model().predictor, pyfunc
+    return TrackPredictor.load(local / ARTIFACTS_FOLDER / PREDICTOR_FILE), metadata
+
+
+def pinned(model_uri: str) -> tuple[str, dict[str, str] | None]:
+    """``model_uri`` with an alias resolved to its version (the files checked are the files loaded, even if the
+    alias moves meanwhile), and the digests recorded for it (None: a local folder, or none recorded)."""
+    import re
+
+    from mlflow.tracking import MlflowClient
+
+    alias = re.fullmatch(r"models:/([^/@]+)@([^/]+)", model_uri)
+    version = re.fullmatch(r"models:/([^/@]+)/(\d+)", model_uri)
+    run = re.fullmatch(r"runs:/([^/]+)/.*", model_uri)
+    logged = re.fullmatch(r"models:/(m-[0-9a-f]+)", model_uri)
+    if not (alias or version or run or logged):
+        return model_uri, None
+    client = MlflowClient()
+    tags: dict[str, str] = {}
+    run_id = None
+    if alias or version:
+        found = (
+            client.get_model_version_by_alias(alias[1], alias[2])
+            if alias
+            else client.get_model_version(version[1], version[2])  # type: ignore[index]
+        )
+        model_uri = f"models:/{found.name}/{found.version}"
+        tags, run_id = dict(found.tags or {}), found.run_id
+    elif run:
+        run_id = run[1]
+    elif logged:
+        run_id = client.get_logged_model(logged[1]).source_run_id
+    value = tags.get(manifest.FILES_TAG)
+    if value is None and run_id:
+        value = client.get_run(run_id).data.tags.get(manifest.FILES_TAG)
+    return model_uri, manifest.parse_model_files(value)
 
 
 def _stored_at(model_uri: str) -> str:

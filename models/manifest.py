@@ -101,3 +101,58 @@ def check(folder: Path, shown: str | None = None, origin: str | None = None) -> 
                 name,
             )
     return manifest
+
+
+# --- every file of the logged model ------------------------------------------------------------------------------
+FILES_TAG = "papertrack.model_files"
+"""Tag (on the winner's run and on the registered version) holding the sha256 of every file of the logged MLflow
+model folder — ``MLmodel``, ``python_model.pkl``, the artifacts, the environment files — taken right after
+``log_model``. It lives in the tracking database, apart from the files it vouches for."""
+REREGISTER = "re-register it with this papertrack: papertrack train --force"
+# written into the model's folder by the registry after the model is logged (registered name and version, YAML that
+# MLflow parses as data): not covered
+UNCOVERED = frozenset({"registered_model_meta"})
+
+
+def model_files(folder: Path) -> dict[str, str]:
+    """The sha256 of every regular file under an MLflow model folder, by its ``/``-separated relative path."""
+    return {
+        path.relative_to(folder).as_posix(): sha256(path)
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and not path.is_symlink() and path.relative_to(folder).as_posix() not in UNCOVERED
+    }
+
+
+def check_model_files(folder: Path, expected: dict[str, str], shown: str, origin: str | None = None) -> None:
+    """Every file of the model folder is the one recorded when it was logged (no file changed, missing or added:
+    MLflow would load an added ``code/`` module or a replaced ``python_model.pkl``); DamagedArtifact naming the first
+    file that is not, before anything is unpickled or imported. ``origin``: where the files are kept when ``folder`` is
+    a downloaded copy (for the message)."""
+    found = {p.relative_to(folder).as_posix(): p for p in folder.rglob("*") if p.is_file() or p.is_symlink()}
+    for name in UNCOVERED:
+        found.pop(name, None)
+    for name in sorted(set(expected) | set(found)):
+        if name not in found:
+            problem = "is missing"
+        elif name not in expected:
+            problem = "was not part of the model when it was logged"
+        elif found[name].is_symlink() or sha256(found[name]) != expected[name]:
+            problem = "is damaged (it changed since the model was logged)"
+        else:
+            continue
+        raise DamagedArtifact(
+            f"{origin or folder}/{name} of {shown} {problem}; nothing of it is loaded (the sha256 of every file of the "
+            f"model is recorded in the tracking store, tag {FILES_TAG}). {RETRAIN}, or {RESTORE}",
+            name,
+        )
+
+
+def parse_model_files(value: str | None) -> dict[str, str] | None:
+    """The tag's value as a mapping, or None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        files = json.loads(value)
+    except ValueError:
+        return None
+    return files if isinstance(files, dict) and all(isinstance(v, str) for v in files.values()) else None

@@ -24,7 +24,7 @@ __all__ = ["TRAIN_HINT", "LoadedModel", "load_model"]
 @dataclass(frozen=True)
 class LoadedModel:
     predictor: TrackPredictor
-    pyfunc: Any  # the MLflow pyfunc it came from
+    metadata: Any  # its MLflow metadata (mlflow.models.Model: MLmodel's signature, flavors)
     path: str  # where it was loaded from: the URI, or the local folder it was downloaded to
 
 
@@ -44,7 +44,8 @@ def load_model(
     from mlflow.exceptions import MlflowException
 
     from papertrack import model_lookup
-    from papertrack.models.artifact import load_predictor
+    from papertrack.models.artifact import load_predictor, pinned
+    from papertrack.models.manifest import check_model_files
     from papertrack.store import using
 
     try:
@@ -55,11 +56,14 @@ def load_model(
         # MLflow resolves models:/ and runs:/ URIs on its process-wide store only
         with using(store):
             path = target.uri
-            if download_to is not None:
+            if download_to is not None:  # the copy the Spark executors load: checked here, on the driver
                 from mlflow.artifacts import download_artifacts
 
-                path = download_artifacts(artifact_uri=target.uri, dst_path=str(download_to))
-            predictor, pyfunc = load_predictor(path)
+                uri, expected = pinned(target.uri)  # an alias resolved once: the checked copy is the loaded one
+                path = download_artifacts(artifact_uri=uri, dst_path=str(download_to))
+                if expected is not None:
+                    check_model_files(Path(path), expected, uri)
+            predictor, metadata = load_predictor(path)
     except (MlflowException, OSError) as exc:
         raise error(model_lookup.missing(store, target, first_line(exc), option)) from None
-    return LoadedModel(predictor, pyfunc, path)
+    return LoadedModel(predictor, metadata, path)

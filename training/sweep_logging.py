@@ -22,6 +22,7 @@ import mlflow
 import pandas as pd
 
 from papertrack import __version__, registry
+from papertrack.models import manifest
 from papertrack.models.artifact import PaperTrackModel, signature
 from papertrack.models.candidates import Candidate
 from papertrack.settings import EXPERIMENT_NAME
@@ -351,6 +352,7 @@ class SweepLogger(Listener):
             ),
             decision_tags=choice.tags(),
             info={
+                manifest.FILES_TAG: self.store.client().get_run(winner.run_id).data.tags.get(manifest.FILES_TAG, ""),
                 "n_labels": str(sum(n for _, n in heads.values())),
                 "taxonomies": ", ".join(name for name in heads if name)[:250],
             },
@@ -383,8 +385,17 @@ def log_model(store: Store, winner: CandidateResult, refit: Refit, data: Trainin
                 input_example=example,
                 pip_requirements=pip_requirements(winner.candidate),
             )
-    run.tags({"refit": "all data"})
+    run.tags({"refit": "all data", manifest.FILES_TAG: json.dumps(logged_files(store, logged.model_uri))})
     return logged.model_uri
+
+
+def logged_files(store: Store, model_uri: str) -> dict[str, str]:
+    """The sha256 of every file of the model just logged (:data:`papertrack.models.manifest.FILES_TAG`), read back
+    from the store: what every loader checks before it unpickles anything."""
+    from mlflow.artifacts import download_artifacts
+
+    with tempfile.TemporaryDirectory() as tmp, using(store):
+        return manifest.model_files(Path(download_artifacts(artifact_uri=model_uri, dst_path=tmp)))
 
 
 def start_candidate_run(store: Store, experiment_id: str, parent_run_id: str, candidate: Candidate) -> RunLog:

@@ -221,7 +221,8 @@ def test_each_embedding_family_trains_logs_and_predicts_through_the_pyfunc(embed
 
     emb.reset_embedders()
     with mlstore.using(store):
-        predictor, pyfunc = load_predictor(model_uri)
+        predictor, _ = load_predictor(model_uri)
+        pyfunc = mlflow.pyfunc.load_model(model_uri)  # the pyfunc path, as MLflow users load it
     abstracts = pd.read_json(embedding_sweep["data"], lines=True).head(4)
     out = pyfunc.predict(abstracts[["abstract"]], params={"top_k": 3})
     assert len(out) == 4 and all(len(t) == 3 for t in out["tracks"])

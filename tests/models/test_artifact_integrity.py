@@ -135,11 +135,17 @@ def test_a_damaged_manifest_is_named(saved):
 
 @pytest.fixture
 def registered(predictor, tmp_path, monkeypatch):
-    """``predictor`` logged as the pyfunc and registered as papertrack@champion in a temporary store."""
+    return register(predictor, tmp_path, monkeypatch)
+
+
+def register(predictor, tmp_path: Path, monkeypatch, recorded: bool = True) -> dict:
+    """``predictor`` logged as the pyfunc and registered as papertrack@champion in a temporary store, with the
+    digest of every file of the model recorded on the version (``recorded=False``: without it)."""
     import mlflow
 
     from papertrack import store
     from papertrack.models.artifact import PaperTrackModel, signature
+    from papertrack.training.sweep_logging import logged_files
 
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
     mine = store.open()
@@ -155,10 +161,14 @@ def registered(predictor, tmp_path, monkeypatch):
         version = mlflow.register_model(logged.model_uri, "papertrack")
     client = mine.client()
     client.set_registered_model_alias("papertrack", "champion", version.version)
-    for key, value in {"candidate": "synthetic-logreg", "data_digest": "test"}.items():  # as the sweep tags it
+    files = json.dumps(logged_files(mine, logged.model_uri))  # the digest of every file, as the sweep records it
+    tags = {"candidate": "synthetic-logreg", "data_digest": "test", manifest.FILES_TAG: files}
+    if not recorded:  # a model registered by an earlier papertrack, which recorded no such digests
+        tags.pop(manifest.FILES_TAG)
+    for key, value in tags.items():  # as the sweep tags it
         client.set_model_version_tag("papertrack", version.version, key, value)
     (stored,) = (tmp_path / "home").rglob("predictor.pkl")
-    yield {
+    return {
         "predictor_file": stored,
         "manifest_file": stored.parent / "papertrack.json",
         "home": tmp_path / "home",
@@ -294,14 +304,80 @@ def test_the_service_refuses_a_damaged_stored_copy_at_start(bento, registered, m
 
 
 def test_label_with_a_truncated_mlflow_file_of_the_model_is_one_error_line(registered, tmp_path):
-    """MLflow's own files of the model (here its pickled pyfunc wrapper) carry no papertrack digest, yet a
-    truncated one is still one line naming the model's folder."""
-    truncate(registered["predictor_file"].parent.parent / "python_model.pkl")
+    """MLflow's own files of the model (here its pickled pyfunc wrapper) are checked against the digests recorded
+    when it was logged: a truncated one is one line naming it."""
+    model_folder = registered["predictor_file"].parent.parent
+    truncate(model_folder / "python_model.pkl")
     result = label(tmp_path)
     assert result.exit_code == 2 and "Traceback" not in result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1, result.output
     assert flat(result.output).startswith(
-        f"error: the model files in {registered['predictor_file'].parent.parent} are damaged"
+        f"error: {model_folder}/python_model.pkl of models:/papertrack@champion is damaged"
     )
     assert "papertrack train" in result.output
+
+
+# --------------------------------------------------------------------------- a planted pickle never runs
+
+
+class _Planted:
+    """Unpickling this writes the file MARK names: a stand-in for a pickle that runs a stranger's code."""
+
+    def __init__(self, mark: str):
+        self.mark = mark
+
+    def __reduce__(self):
+        return (Path(self.mark).write_text, ("the planted pickle ran",))
+
+
+def _plant(path: Path, mark: Path) -> None:
+    import pickle
+
+    path.write_bytes(pickle.dumps(_Planted(str(mark))))
+
+
+def test_a_planted_python_model_pickle_is_refused_by_name_and_never_runs(registered, tmp_path):
+    mark = tmp_path / "ran"
+    python_model = registered["predictor_file"].parent.parent / "python_model.pkl"
+    _plant(python_model, mark)
+    result = label(tmp_path)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"{python_model} of models:/papertrack@champion is damaged" in flat(result.output)
+    assert not mark.exists()
+
+
+def test_a_file_added_to_the_model_is_refused(registered, tmp_path):
+    code = registered["predictor_file"].parent.parent / "code"
+    code.mkdir()
+    (code / "papertrack_hook.py").write_text("import os\n", encoding="utf-8")
+    result = label(tmp_path)
+    assert result.exit_code == 2
+    assert "code/papertrack_hook.py of models:/papertrack@champion was not part of the model" in flat(result.output)
+
+
+def test_a_model_without_recorded_digests_loads_with_a_warning_and_never_unpickles_its_wrapper(
+    predictor, tmp_path, monkeypatch
+):
+    """An older model (no digests recorded): it labels, says how to re-register it, and its python_model.pkl —
+    here a planted pickle — is never unpickled (papertrack builds the pyfunc wrapper itself)."""
+    found = register(predictor, tmp_path, monkeypatch, recorded=False)
+    mark = tmp_path / "ran"
+    _plant(found["predictor_file"].parent.parent / "python_model.pkl", mark)
+    result = label(tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "logged by an earlier papertrack" in flat(result.output)
+    assert "papertrack train --force" in flat(result.output)
+    assert not mark.exists()
+
+
+def test_a_model_folder_given_as_a_path_never_unpickles_its_wrapper(registered, tmp_path):
+    import shutil
+
+    folder = tmp_path / "bundle"
+    shutil.copytree(registered["predictor_file"].parent.parent, folder)
+    mark = tmp_path / "ran"
+    _plant(folder / "python_model.pkl", mark)
+    result = label(tmp_path, "--model", str(folder))
+    assert result.exit_code == 0, result.output
+    assert not mark.exists()

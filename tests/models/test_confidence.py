@@ -83,12 +83,15 @@ def test_edge_cases():
 
 
 def test_trained_artifact_answers_sets_and_logs_coverage(trained):
+    import mlflow
+
     from papertrack import store
     from papertrack.models.artifact import load_predictor
 
     result = trained["result"]
     with store.using(trained["store"]):
-        predictor, pyfunc = load_predictor(trained["model_uri"])
+        predictor, _ = load_predictor(trained["model_uri"])
+        pyfunc = mlflow.pyfunc.load_model(trained["model_uri"])  # as MLflow users load it
     confidence = predictor.confidence
     assert confidence is not None
     # calibrated on what the winner was selected on: the fixture has three sources over two years, so the

@@ -147,6 +147,8 @@ def test_zero_weight_members_are_not_fitted(small):
 
 @pytest.mark.slow
 def test_tfidf_only_ensemble_sweeps_logs_and_predicts_through_the_pyfunc(small, tmp_path, monkeypatch):
+    import mlflow
+
     from papertrack import store as mlstore
     from papertrack.models.artifact import load_predictor
     from papertrack.training.pipeline import refit
@@ -179,7 +181,8 @@ def test_tfidf_only_ensemble_sweeps_logs_and_predicts_through_the_pyfunc(small, 
 
     uri = log_model(store, ens, refit(ens, data, seed=5, use_title=False), data)
     with mlstore.using(store):
-        predictor, pyfunc = load_predictor(uri)
+        predictor, _ = load_predictor(uri)
+        pyfunc = mlflow.pyfunc.load_model(uri)  # as MLflow users load it
     assert isinstance(predictor.classifier, WeightedEnsemble)
     chosen = [float(w) for w in ens.candidate.params["weights"].split(", ")]
     assert predictor.classifier.weights == pytest.approx(

@@ -27,13 +27,13 @@ def records(trained):
 
 def test_predict_over_http_equals_the_pyfunc(server, trained, records):
     import bentoml
+    import mlflow
     import pandas as pd
 
     from papertrack import store as mlstore
-    from papertrack.models.artifact import load_predictor
 
     with mlstore.using(trained["store"]):
-        _, pyfunc = load_predictor(trained["model_uri"])
+        pyfunc = mlflow.pyfunc.load_model(trained["model_uri"])
     with bentoml.SyncHTTPClient(server["url"], timeout=30) as client:
         for record in records[:8]:
             body = client.predict(abstract=record["abstract"], title=None, top_k=3)

@@ -29,8 +29,9 @@ def test_the_default_champion_is_within_the_default_budget_and_in_the_default_sw
 
 
 def test_served_answer_equals_the_pyfunc_for_the_default_champion(labeled_subset, tmp_path, monkeypatch):
+    import mlflow
+
     from papertrack import store as mlstore
-    from papertrack.models.artifact import load_predictor
     from papertrack.serving.http import bento_store as store
     from papertrack.training.sweep import SweepConfig, run_sweep
 
@@ -40,7 +41,7 @@ def test_served_answer_equals_the_pyfunc_for_the_default_champion(labeled_subset
         result = run_sweep(SweepConfig([labeled_subset], candidate_names=[DEFAULT_CHAMPION], folds=3, seed=3), mine)
         assert result.decision.alias == "champion"  # a fresh store: the first version is champion
         with mlstore.using(mine):
-            _, model = load_predictor("models:/papertrack@champion")
+            model = mlflow.pyfunc.load_model("models:/papertrack@champion")
         with bentoml_home(tmp_path / "bentoml"):
             imported = store.import_champion(mine)
             monkeypatch.setenv("PAPERTRACK_BENTO_MODEL", str(imported.tag))

@@ -173,13 +173,13 @@ def _download_model(model_uri: str, store: Store, target: Path, taxonomy: str | 
     """Download the pyfunc once (the alias is resolved once) and read what the driver needs from it (in the asked
     taxonomy: an unknown one is a UsageError listing the known ones)."""
     loaded = load_model(model_uri, store, error=ModelMissing, download_to=target)
-    predictor, pyfunc = loaded.predictor.head(taxonomy), loaded.pyfunc
+    predictor = loaded.predictor.head(taxonomy)
     return {
         "path": loaded.path,
         "n_labels": predictor.space.n_labels,
         "labels": frozenset(predictor.space.labels),
         "identity": predictor.card.identity(),
-        "json_output": _has_param(pyfunc, "output"),
+        "json_output": _has_param(loaded.metadata, "output"),
         "taxonomy": predictor.taxonomy,
     }
 
@@ -188,8 +188,8 @@ def _taxonomy_param(model: dict) -> dict[str, str]:
     return {"taxonomy": model["taxonomy"]} if model.get("taxonomy") else {}
 
 
-def _has_param(pyfunc, name: str) -> bool:
-    params = pyfunc.metadata.signature.params if pyfunc.metadata.signature else None
+def _has_param(metadata, name: str) -> bool:
+    params = metadata.signature.params if metadata.signature else None
     return params is not None and any(spec.name == name for spec in params.params)
 
 
