@@ -17,8 +17,12 @@ says, for one target taxonomy, what each older name became, so that older papers
 Rules (:meth:`Crosswalk.apply`): a track with an entry of its own maps by it; else a track whose area has an
 area entry ("Old Area: New Area") becomes "New Area · same subarea" (an area-only label becomes the new area);
 else the name is kept as it is. Each mapping is one step (old -> new), so the map cannot chain; a name that is
-both mapped and the target of a mapping back to it is a cycle and refused. Every problem is a
-:class:`CrosswalkError` naming the file and line.
+both mapped and the target of a mapping back to it is a cycle and refused (checked in linear time). Every problem
+is a :class:`CrosswalkError` naming the file and line.
+
+A crosswalk is small, plain data, and its cost is bounded before it is built: at most :data:`MAX_BYTES`, nesting at
+most :data:`MAX_DEPTH` deep, no YAML anchors or aliases (a 115 KB file of aliases would otherwise expand to millions
+of pairs), no control characters or markup (``<``, ``>``) in names.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ from papertrack.errors import UsageError
 from papertrack.features.labels import canonical_label, format_label, normalise_label
 
 SHARE_TOLERANCE = 0.01
+MAX_BYTES = 2 * 1024 * 1024  # a crosswalk of every track of a large taxonomy is ~20 KB
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when PyYAML has it: ~10x faster
+MAX_DEPTH = 3  # the file's mapping, 'map', a split's shares
 SHIPPED_FOLDER = Path(__file__).with_name("crosswalks")  # the crosswalks for the shared data's known changes
 
 
@@ -100,21 +107,64 @@ def _closest(name: str, labels: set[str]) -> str:
 def _canonical(text: object, where: str) -> str:
     if not isinstance(text, str) or not text.strip():
         raise CrosswalkError(f"{where}: a track name must be a non-empty string, got {text!r}")
+    _plain(text, where, "a track name")
     try:
         return canonical_label(text)
     except ValueError as exc:
         raise CrosswalkError(f"{where}: {text!r}: {exc}") from None
 
 
+def _plain(text: str, where: str, what: str) -> None:
+    """Names are plain text: no control or format characters (newlines, escapes, bidi overrides), no markup."""
+    import unicodedata
+
+    bad = next((c for c in text if unicodedata.category(c) in ("Cc", "Cf") or c in "<>"), None)
+    if bad is not None:
+        raise CrosswalkError(f"{where}: {what} cannot contain {bad!r} (U+{ord(bad):04X}), got {text[:80]!r}")
+
+
+def _check_events(text: str, path: Path) -> None:
+    """Refuse, before anything is built, what would make a small file expensive: anchors and aliases, deep
+    nesting. (A streaming pass over the parser's events: constant memory.)"""
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_LOADER):
+            line = event.start_mark.line + 1
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise CrosswalkError(
+                    f"{path}:{line}: YAML anchors and aliases (&name, *name) are not allowed in a crosswalk; "
+                    f"write each name out"
+                )
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise CrosswalkError(
+                        f"{path}:{line}: nested {depth} levels deep; a crosswalk nests at most {MAX_DEPTH} (the "
+                        f"file's keys, 'map', a split's shares)"
+                    )
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise CrosswalkError(f"{path}{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+
+
 def read_crosswalk(path: str | Path) -> Crosswalk:
-    """Read and check one crosswalk file (format: the module doc)."""
+    """Read and check one crosswalk file (format and bounds: the module doc)."""
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise CrosswalkError(
+                f"{path}: {size:,} bytes; a crosswalk is at most {MAX_BYTES:,} bytes (one line per renamed track)"
+            )
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CrosswalkError(f"{path}: cannot read the crosswalk: {exc}") from None
+    _check_events(text, path)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -128,7 +178,10 @@ def read_crosswalk(path: str | Path) -> Crosswalk:
     to = top.get("to")
     if not isinstance(to, yaml.ScalarNode) or not str(to.value).strip():
         raise CrosswalkError(f"{path}: 'to' must name the target taxonomy, e.g. 'to: ICML 2025'")
+    _plain(str(to.value), f"{path}:{to.start_mark.line + 1}", "a taxonomy name")
     source = top.get("from")
+    if isinstance(source, yaml.ScalarNode):
+        _plain(str(source.value), f"{path}:{source.start_mark.line + 1}", "a taxonomy name")
     mapping = top.get("map")
     if not isinstance(mapping, yaml.MappingNode) or not mapping.value:
         line = mapping.start_mark.line + 1 if mapping is not None else 1
@@ -187,25 +240,38 @@ def read_crosswalk(path: str | Path) -> Crosswalk:
 
 
 def _check_cycles(crosswalk: Crosswalk) -> None:
-    """A name mapped to another that maps back to it (directly or through others) is refused."""
-    edges: dict[str, set[str]] = {
-        old: {new for new, _ in pairs if new != old} for old, pairs in crosswalk.tracks.items()
+    """A name mapped to another that maps back to it (directly or through others) is refused. One depth-first pass
+    over the names (each name and mapping visited once: linear in the file's size), iterative (no recursion limit)."""
+    edges: dict[str, list[str]] = {
+        old: [new for new, _ in pairs if new != old] for old, pairs in crosswalk.tracks.items()
     }  # a name mapped to itself is no cycle
     for old, new in crosswalk.areas.items():
-        edges.setdefault(old, set()).add(new)
-    for start in edges:
-        stack, seen = [(start, [start])], set()
-        while stack:
-            node, trail = stack.pop()
-            for nxt in edges.get(node, ()):
-                if nxt == start:
-                    raise CrosswalkError(
-                        f"{crosswalk.path}:{crosswalk.lines.get(start, 0)}: the crosswalk has a cycle: "
-                        f"{' -> '.join([*trail, nxt])} (a crosswalk maps old names to new ones, one step)"
-                    )
-                if nxt not in seen:
-                    seen.add(nxt)
-                    stack.append((nxt, [*trail, nxt]))
+        edges.setdefault(old, []).append(new)
+    done: set[str] = set()
+    for root in edges:
+        if root in done:
+            continue
+        trail: list[str] = [root]  # the current path; ``on_trail`` is its set
+        on_trail = {root}
+        pending = [iter(edges.get(root, ()))]
+        while pending:
+            nxt = next(pending[-1], None)
+            if nxt is None:
+                pending.pop()
+                finished = trail.pop()
+                on_trail.discard(finished)
+                done.add(finished)
+                continue
+            if nxt in on_trail:
+                cycle = [*trail[trail.index(nxt) :], nxt]
+                raise CrosswalkError(
+                    f"{crosswalk.path}:{crosswalk.lines.get(nxt, 0)}: the crosswalk has a cycle: "
+                    f"{' -> '.join(cycle)} (a crosswalk maps old names to new ones, one step)"
+                )
+            if nxt not in done:
+                trail.append(nxt)
+                on_trail.add(nxt)
+                pending.append(iter(edges.get(nxt, ())))
 
 
 def shipped_crosswalks() -> list[Path]:

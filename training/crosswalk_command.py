@@ -258,15 +258,29 @@ def log_run(store, proposal, text: str) -> tuple[str, str]:
 
 
 def matrix_csv(proposal) -> str:
-    """new name, old name, top-1 count, mean probability share, lift: every nonzero-count or >= 1% pair."""
-    lines = ["new,old,top1,share,lift"]
+    """new name, old name, top-1 count, mean probability share, lift: every nonzero-count or >= 1% pair (the csv
+    module's quoting; names spreadsheet-safe, as ``label``'s CSV)."""
+    import csv
+    import io
+
+    from papertrack.features.spreadsheet import spreadsheet_safe
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["new", "old", "top1", "share", "lift"])
     for i, new in enumerate(proposal.new_names):
         for j, old in enumerate(proposal.old_names):
             if proposal.counts[i, j] or proposal.shares[i, j] >= 0.01:
-                lines.append(
-                    f'"{new}","{old}",{proposal.counts[i, j]},{proposal.shares[i, j]:.4f},{proposal.lift[i, j]:.2f}'
+                writer.writerow(
+                    [
+                        spreadsheet_safe(new),
+                        spreadsheet_safe(old),
+                        int(proposal.counts[i, j]),
+                        f"{proposal.shares[i, j]:.4f}",
+                        f"{proposal.lift[i, j]:.2f}",
+                    ]
                 )
-    return "\n".join(lines) + "\n"
+    return out.getvalue()
 
 
 def heatmap(proposal):

@@ -274,7 +274,7 @@ def render(suggestions: Sequence[Suggestion], kind: str, *, strategy: str, model
     )
     writer.writeheader()
     # a ' before =, +, -, @, tab, CR: text, no formula
-    from papertrack.serving.batch.labeler.rows import spreadsheet_safe
+    from papertrack.features.spreadsheet import spreadsheet_safe
 
     for row in rows:
         cells = {**row, "top3": _top3_text(row["top3"]), "title": row["title"] or "", "authors": row["authors"] or ""}

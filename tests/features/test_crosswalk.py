@@ -69,6 +69,15 @@ def test_a_label_no_record_has_is_named_with_its_line(tmp_path):
         ("to: B\nmapping: {}\n", r"unknown key\(s\) mapping"),
         ("to: B\nmap:\n  Theory · X: [a\n", r"cw\.yaml:\d+: not valid YAML"),
         ("to: B\nmap:\n  Theory · X: ''\n", r"cw\.yaml:3: a track name must be a non-empty string"),
+        ("to: B\nmap:\n  Theory · X: &a Theory · Y\n  Theory · Z: *a\n", r"cw\.yaml:3: YAML anchors and aliases"),
+        ('to: "B\\x1b[31m"\nmap:\n  Theory · X: Theory · Y\n', r"cw\.yaml:1: a taxonomy name cannot contain '\\x1b'"),
+        ("to: <script>B</script>\nmap:\n  Theory · X: Theory · Y\n", r"cw\.yaml:1: a taxonomy name cannot contain '<'"),
+        ('to: B\nmap:\n  "Theory · X\\u202e": Theory · Y\n', r"cw\.yaml:3: a track name cannot contain"),
+        ("to: B\nmap:\n  Theory · X:\n    Theory · Y:\n      Theory · Z: 1\n", r"cw\.yaml:5: nested 4 levels deep"),
+        (
+            "to: B\nmap:\n  Theory · X: Theory · Y\n  Theory · Y: Theory · Z\n  Theory · Z: Theory · X\n",
+            r"cw\.yaml:3: the crosswalk has a cycle: Theory · X -> Theory · Y -> Theory · Z -> Theory · X",
+        ),
     ],
 )
 def test_bad_crosswalks_are_refused_naming_the_file_and_line(tmp_path, text, message):
@@ -96,3 +105,63 @@ def test_a_written_crosswalk_reads_back(tmp_path):
         "Social Aspects · Safety": 0.6,
         "Social Aspects · Security": 0.4,
     }
+
+
+def test_an_alias_bomb_is_refused_at_its_first_anchor(tmp_path):
+    """A small file of anchors and aliases (YAML's billion laughs: 115 KB would expand to millions of pairs) is
+    refused at its first anchor, before anything is built."""
+    names = "\n".join(f"  - &n{i} Theory · Name {i}" for i in range(2000))
+    refs = "\n".join("  Theory · Old {i}: [" + ", ".join(f"*n{j}" for j in range(2000)) + "]" for i in range(2))
+    path = _write(tmp_path, f"to: B\nnames:\n{names}\nmap:\n{refs}\n")
+    with pytest.raises(CrosswalkError, match=r"cw\.yaml:3: YAML anchors and aliases"):
+        read_crosswalk(path)
+
+
+def test_deep_nesting_is_one_error_not_a_recursion_traceback(tmp_path):
+    path = _write(tmp_path, "to: B\nmap: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(CrosswalkError, match=r"cw\.yaml:2: .*nest"):
+        read_crosswalk(path)
+
+
+def test_a_file_over_the_size_limit_is_refused_by_its_size(tmp_path, monkeypatch):
+    import papertrack.features.crosswalk as crosswalk
+
+    monkeypatch.setattr(crosswalk, "MAX_BYTES", 100)
+    path = _write(tmp_path, "to: B\nmap:\n" + "".join(f"  Theory · X{i}: Theory · Y{i}\n" for i in range(10)))
+    with pytest.raises(CrosswalkError, match=r"cw\.yaml: \d+ bytes; a crosswalk is at most 100 bytes"):
+        read_crosswalk(path)
+
+
+def test_a_long_chain_of_renames_is_accepted_and_its_cycle_found(tmp_path):
+    """4,000 renames, each name mapped to the next (legal: one step each), then the same chain closed into a
+    cycle: the check visits each name once (it used to walk the chain from every name: cubic)."""
+    chain = "".join(f"  Theory · N{i}: Theory · N{i + 1}\n" for i in range(4000))
+    cw = read_crosswalk(_write(tmp_path, "to: B\nmap:\n" + chain))
+    assert cw.apply("Theory · N0") == (("Theory · N1", 1.0),)
+    closed = chain + "  Theory · N4000: Theory · N0\n"
+    with pytest.raises(CrosswalkError, match=r"the crosswalk has a cycle: Theory · N\d+ -> "):
+        read_crosswalk(_write(tmp_path, "to: B\nmap:\n" + closed))
+
+
+def test_the_crosswalk_matrix_is_quoted_csv_with_spreadsheet_safe_names():
+    import csv
+    import io
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from papertrack.training.crosswalk_command import matrix_csv
+
+    proposal = SimpleNamespace(
+        new_names=['=HYPERLINK("x") · A', 'B, "quoted" · C'],
+        old_names=["Old · X"],
+        counts=np.array([[3], [1]]),
+        shares=np.array([[0.5], [0.25]]),
+        lift=np.array([[2.0], [1.0]]),
+    )
+    rows = list(csv.reader(io.StringIO(matrix_csv(proposal))))
+    assert rows == [
+        ["new", "old", "top1", "share", "lift"],
+        ['\'=HYPERLINK("x") · A', "Old · X", "3", "0.5000", "2.00"],
+        ['B, "quoted" · C', "Old · X", "1", "0.2500", "1.00"],
+    ]

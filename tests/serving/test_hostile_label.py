@@ -240,7 +240,7 @@ def test_csv_output_cells_cannot_start_a_formula(tmp_path, fake_model):
 
 
 def test_spreadsheet_safe_prefixes_only_formula_starts():
-    from papertrack.serving.batch.labeler.rows import spreadsheet_safe
+    from papertrack.features.spreadsheet import spreadsheet_safe
 
     assert [spreadsheet_safe(t) for t in ("=1", "+1", "-1", "@a", "\t1", "\r1", "a=1", "", "'=1")] == [
         "'=1",

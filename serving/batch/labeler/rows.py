@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from papertrack.features.ingest import BadRecord, Record
+from papertrack.features.spreadsheet import spreadsheet_safe
 from papertrack.serving.batch.labeler.label_errors import LabelError
 
 RANKED_KEYS = ("tracks", "areas")  # the answer fields a row reshapes; every other field is copied
@@ -102,15 +103,6 @@ def error_rows(items: Iterable[tuple[Record | BadRecord, str, str]]) -> bytes:
         )
         for item, kind, reason in items
     )
-
-
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula (OWASP)
-
-
-def spreadsheet_safe(text: str) -> str:
-    """``text`` with a ``'`` in front when it starts like a formula (``=``, ``+``, ``-``, ``@``, tab, CR), so a
-    spreadsheet opening the CSV shows it as text instead of running it (OWASP's CSV-injection advice)."""
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def _cell(value: Any) -> str:
