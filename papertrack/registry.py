@@ -5,6 +5,10 @@ champion rule's (:mod:`papertrack.training.champion`), passed to :func:`register
 
 from __future__ import annotations
 
+import logging
+import os
+import re
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,10 +42,13 @@ LEGACY_METRIC_NAMES = {
     "fit_seconds": "cv_fit_seconds",
 }
 # model-version tags that describe the version; every other tag with a numeric value is a metric
-INFO_TAGS = ("data_digest", "candidate", "run_id", "gate", "data_change", "n_labels", "taxonomies")
+INFO_TAGS = ("data_digest", "candidate", "run_id", "gate", "data_change", "n_labels", "taxonomies", "owner")
+OWNER_TAG = "owner"  # who is registering a version: "<pid>@<host> started <process start time>", set at creation
 DECISION_TAG_PREFIX = "champion_rule"  # the champion rule's decision and its numbers (not metrics)
 SETTLE_TIMEOUT = 300.0  # seconds a registration waits for earlier, concurrent ones to set their alias
 IN_FLIGHT_SECONDS = 15 * 60  # an undecided version younger than this (before ours) is still being decided
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -146,8 +153,20 @@ def register(
     with using(store):  # mlflow.register_model reads MLflow's process-wide registry URI only
         import mlflow
 
-        version = mlflow.register_model(model_uri, name)
+        # the owner is a tag of the version from its creation: a later train knows at once when it is abandoned
+        version = mlflow.register_model(model_uri, name, tags={OWNER_TAG: owner()})
     c = store.client()
+    try:
+        return _decide(store, c, name, version, run_id, metrics, digest, candidate, decide, decision_tags, info)
+    except BaseException as exc:  # Ctrl-C, a failure: the version says it was never decided (later trains go on)
+        try:
+            c.set_model_version_tag(name, version.version, "gate", f"undecided: {type(exc).__name__} before its alias")
+        except Exception:
+            logger.debug("could not tag version %s as undecided", version.version, exc_info=True)
+        raise
+
+
+def _decide(store, c, name, version, run_id, metrics, digest, candidate, decide, decision_tags, info) -> Decision:
     tags = {
         "data_digest": digest,
         "candidate": candidate,
@@ -179,21 +198,59 @@ def register(
 def _wait_for_earlier(c, name: str, version, timeout: float = SETTLE_TIMEOUT, poll: float = 0.5) -> str:
     """Wait until every lower-numbered version registered shortly before ``version`` has its ``gate`` tag.
 
-    Only versions created within IN_FLIGHT_SECONDS before this one count as still being decided (a
-    version registered by hand, or by a run that died long ago, never gets the tag). Returns "" or, after
-    ``timeout``, a note naming the versions that did not decide in time (this one is decided without them).
-    """
+    Only versions created within IN_FLIGHT_SECONDS before this one count as still being decided (a version
+    registered by hand never gets the tag), and not those whose owner (:data:`OWNER_TAG`) is a process of this host
+    that has ended: a ``train`` killed between registering and deciding is abandoned at once, not waited for.
+    When it does wait, it says at once what for. Returns "" or, after ``timeout``, a note naming the versions that
+    did not decide in time (this one is decided without them)."""
     mine = int(version.version)
     since = (version.creation_timestamp or 0) - IN_FLIGHT_SECONDS * 1000
     deadline = time.monotonic() + timeout
+    said = False
     while True:
         pending = sorted(
-            int(v.version)
+            (int(v.version), (v.tags or {}).get(OWNER_TAG, "an unknown owner"))
             for v in c.search_model_versions(f"name='{name}'")
-            if int(v.version) < mine and "gate" not in (v.tags or {}) and (v.creation_timestamp or 0) >= since
+            if int(v.version) < mine
+            and "gate" not in (v.tags or {})
+            and (v.creation_timestamp or 0) >= since
+            and not owner_gone((v.tags or {}).get(OWNER_TAG))
         )
         if not pending:
             return ""
+        if not said:
+            logger.warning(
+                "waiting (at most %.0f s) for version(s) %s, being registered by %s, to be decided first",
+                timeout,
+                ", ".join(str(n) for n, _ in pending),
+                "; ".join(sorted({who for _, who in pending})),
+            )
+            said = True
         if time.monotonic() >= deadline:
-            return f"decided without waiting longer for undecided version(s) {', '.join(map(str, pending))}"
+            return f"decided without waiting longer for undecided version(s) {', '.join(str(n) for n, _ in pending)}"
         time.sleep(poll)
+
+
+def owner() -> str:
+    """This process as a version's owner: ``<pid>@<host> started <its start time>`` (the start time tells a
+    reused pid apart)."""
+    import psutil
+
+    return f"{os.getpid()}@{socket.gethostname()} started {psutil.Process().create_time():.2f}"
+
+
+def owner_gone(tag: str | None) -> bool:
+    """Whether the owner a version's tag names is a process of this host that has ended (or whose pid now belongs to
+    another process). Owners on other hosts, and versions without the tag, are never known to be gone."""
+    import psutil
+
+    match = re.fullmatch(r"(\d+)@(\S+) started ([\d.]+)", tag or "")
+    if match is None or match[2] != socket.gethostname():
+        return False
+    try:
+        process = psutil.Process(int(match[1]))
+        return process.status() == psutil.STATUS_ZOMBIE or abs(process.create_time() - float(match[3])) > 1.0
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:  # no right to look at it: it exists
+        return False
