@@ -22,7 +22,7 @@ from typer.core import TyperArgument, TyperGroup, TyperOption
 
 from papertrack import settings, tracking_server, ui_command
 from papertrack.console import err_console
-from papertrack.errors import NoModelError, PapertrackError
+from papertrack.errors import NoModelError, PapertrackError, operational_problem, working_folder_exists
 from papertrack.serving import taxonomies_command
 from papertrack.serving.batch import label_command, suggest_command
 from papertrack.serving.http import serve_command
@@ -208,11 +208,32 @@ class _Commands(TyperGroup):
                 formatter.write_dl(rows)
 
     def invoke(self, ctx):
+        if not _working_folder_exists():
+            raise typer.Exit(2)
         try:
             return super().invoke(ctx)
         except PapertrackError as exc:
             err_console.print(Text.assemble(("error:", "red"), " ", str(exc)), soft_wrap=True)
             raise typer.Exit(1 if isinstance(exc, NoModelError) else 2) from None
+        except Exception as exc:  # a full disk, a locked store, a deleted working folder: one line (-v: traceback)
+            problem = operational_problem(exc)
+            if problem is None:
+                raise
+            if logging.getLogger("papertrack").isEnabledFor(logging.INFO):  # papertrack -v
+                err_console.print_exception()
+            err_console.print(Text.assemble(("error:", "red"), " ", problem), soft_wrap=True)
+            raise typer.Exit(2) from None
+
+
+def _working_folder_exists() -> bool:
+    """A command started in a folder that was deleted meanwhile stops at once with one line (every command resolves
+    paths and the store from it)."""
+    if working_folder_exists():
+        return True
+    err_console.print(
+        Text.assemble(("error:", "red"), " ", operational_problem(FileNotFoundError()) or ""), soft_wrap=True
+    )
+    return False
 
 
 app = typer.Typer(
