@@ -225,7 +225,8 @@ class SweepLogger(Listener):
             self.store,
             self.experiment.experiment_id,
             f"sweep-{time.strftime('%Y%m%d-%H%M%S')}",
-            {"papertrack.kind": "sweep", "papertrack.version": __version__},
+            # its owner: a sweep left RUNNING by a process that has ended (killed, disk full) is read as failed
+            {"papertrack.kind": "sweep", "papertrack.version": __version__, registry.OWNER_TAG: registry.owner()},
         )
         run.params(bounded_params({**self.common, "candidates": ", ".join(c.name for c in self.plan.candidates)}))
         run.dataset(self.dataset)
