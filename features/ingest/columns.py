@@ -10,8 +10,9 @@ model or trains — so a missing column is an error at once, naming the file, th
 
 from __future__ import annotations
 
+import difflib
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, fields
@@ -80,6 +81,16 @@ def rename(record: dict[str, object]) -> dict[str, object]:
         elif "." in column and found(value := resolve(record, column)):
             out[field] = value  # a dotted path into nested objects (``content.abstract.value``)
     return out
+
+
+def did_you_mean(wanted: str, names: Iterable[object]) -> str | None:
+    """The given name that is most likely ``wanted`` misspelt (another letter case, a plural, a typo), else None."""
+    given = [str(name) for name in names]
+    same = [name for name in given if name.strip().casefold() == wanted.casefold()]
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(wanted, [name.strip().lower() for name in given], n=1, cutoff=0.75)
+    return next((name for name in given if close and name.strip().lower() == close[0]), None)
 
 
 def missing_columns(header: Sequence[str]) -> list[str]:

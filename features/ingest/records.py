@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from os import PathLike
 
 from papertrack.errors import PapertrackError
-from papertrack.features.ingest.columns import OPTIONS, columns, rename
+from papertrack.features.ingest.columns import OPTIONS, columns, did_you_mean, rename
 from papertrack.features.ingest.notes import field_list, nested_path, note_fields
 from papertrack.features.labels import format_label, normalise_label
 
@@ -265,6 +265,8 @@ def missing_field_message(obj: Mapping, field: str) -> str:
     path = nested_path(obj, parts[-1] if parts else field) or nested_path(obj, field)
     if path is not None and path.lower() != name.lower():
         message += f"; the {field} is nested: name it with {OPTIONS[field]} {path}"
+    elif (near := did_you_mean(name, obj)) is not None:
+        message += f'; did you mean "{near}"? name it with {OPTIONS[field]} {near}'
     return message
 
 

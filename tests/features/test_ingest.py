@@ -776,3 +776,30 @@ def test_label_variants_do_not_split_the_taxonomy_and_unknown_areas_warn(tmp_pat
     assert {r.label for r in records} == {"Theory · Learning Theory", "Thoery · Learning Theory"}
     assert summary.unknown_areas == {"Thoery": 1}
     assert any("outside the known taxonomy: 'Thoery' (1)" in line for line in summary.lines())
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        (
+            "papers.xlsx",
+            b"PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00\x86[Content_Types].xml",
+            "export the sheet as CSV",
+        ),
+        (
+            "papers",
+            b"PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00\x86[Content_Types].xml",
+            "export the sheet as CSV",
+        ),
+        ("papers.xls", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1\x00\x00\x86", "export the sheet as CSV"),
+        ("papers.zip", b"PK\x03\x04\x14\x00\x00\x00\x08\x00abc.txt", "a ZIP archive, not text: unzip it"),
+        ("paper.pdf", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n", "a PDF, not text: paste the abstract (not the whole paper)"),
+    ],
+)
+def test_a_spreadsheet_archive_or_pdf_is_named_with_what_to_give_instead(tmp_path, name, data, message):
+    path = tmp_path / name
+    path.write_bytes(data + b"\n" + bytes(range(128, 256)))
+    with pytest.raises(IngestError) as caught:
+        list(iter_records(path))
+    assert message in str(caught.value) and str(caught.value).startswith(f"{path}: ")
+    assert "not valid UTF-8" not in str(caught.value)

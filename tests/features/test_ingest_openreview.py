@@ -186,3 +186,12 @@ def test_output_rows_keep_the_notes_id_and_number_to_join_them_back(tmp_path):
     csv_format = RowFormat("csv", 1)
     header, row = (csv_format.header() + csv_format.rows([(record, answer)])).decode().splitlines()
     assert header.startswith("id,number,source,") and row.startswith("note0016,17,")
+
+
+def test_a_misspelt_abstract_field_gets_did_you_mean(tmp_path):
+    path = tmp_path / "n.jsonl"
+    path.write_text(json.dumps({"id": "a", "abstarct": SYNTHETIC.format(topic="x", n=1)}) + "\n", encoding="utf-8")
+    (bad,) = iter_records(path)
+    assert bad.reason == (
+        "no 'abstract' field (fields: id, abstarct); did you mean \"abstarct\"? name it with --abstract-column abstarct"
+    )
