@@ -53,9 +53,7 @@ def train(
     """Evaluate every candidate (one MLflow run each) on next year's papers, refit the best, register it."""
     from papertrack import store
     from papertrack.features.ingest.columns import check_inputs, use_columns
-    from papertrack.training.report import print_results
-    from papertrack.training.runs_link import RUNS_VIEW_KEY, print_runs_link
-    from papertrack.training.sweep import run_sweep
+    from papertrack.training.fingerprint import input_fingerprint, tag_version, unchanged
 
     config = SweepConfig(
         data_paths=data or (),
@@ -75,7 +73,18 @@ def train(
     )
     with use_columns(abstract_column, title_column, id_column):
         check_inputs(config.paths, fmt)  # a CSV without its abstract column: before anything else
+        fingerprint = input_fingerprint(config) if register else None  # data, options, code, crosswalks
+        if not force and (same := unchanged(store.open(), fingerprint)) is not None:
+            console.print(same, highlight=False)
+            return
+        from papertrack.training.sweep import run_sweep  # the heavy imports: only when training
+
         result = run_sweep(config, store.open, console=console)
+    from papertrack.training.report import print_results
+    from papertrack.training.runs_link import RUNS_VIEW_KEY, print_runs_link
+
+    if result.decision is not None:
+        tag_version(store.open(), result.decision.version, fingerprint)
     print_results(console, result)
     print_runs_link(console, result.tracking_uri, result.experiment_id, RUNS_VIEW_KEY)
 
