@@ -33,6 +33,7 @@ from papertrack.models.confidence import Confidence
 from papertrack.models.hierarchy import LabelSpace
 from papertrack.models.manifest import DamagedArtifact
 from papertrack.models.neighbors import NeighborIndex
+from papertrack.models.request import ERRORS, PredictRequest, RowError, abstract_problem, missing_column_message
 
 # The predictor is pickled with the standard library's (C) pickler, protocol 5, uncompressed: the default model
 # (~200 MB, mostly TF-IDF vocabularies) loads in ~0.4 s and saves in ~1 s; joblib's compressed file of the same
@@ -171,14 +172,49 @@ class TrackPredictor:
         return PredictRequest(abstracts=abstracts, titles=titles, top_k=top_k, taxonomy=taxonomy).answer(self)
 
     def predict_frame(
-        self, frame: pd.DataFrame, top_k: int | None = None, *, taxonomy: str | None = None
-    ) -> list[AnswerDict]:
+        self,
+        frame: pd.DataFrame,
+        top_k: int | None = None,
+        *,
+        taxonomy: str | None = None,
+        errors: str = "coerce",
+    ) -> list[AnswerDict | RowError]:
+        """One answer per row of ``frame`` (column ``abstract``, optional ``title``), in order.
+
+        A row whose abstract is missing (None, NaN, NA), empty or not a string is not answered: with
+        ``errors="coerce"`` (the default) its answer is ``{"error": "row 3: no abstract (NaN: ...)"}`` (the row
+        named by the frame's index) and every other row is answered; with ``errors="raise"`` the call raises
+        ``UsageError`` naming the first such row. A frame without an ``abstract`` column, a wrong ``top_k`` or
+        taxonomy fail the whole call either way.
+        """
+        if errors not in ERRORS:
+            raise UsageError(f"errors must be one of {', '.join(map(repr, ERRORS))}, got {errors!r}")
         if "abstract" not in frame.columns:
-            raise UsageError(f"input needs an 'abstract' column; got columns {list(frame.columns)}")
+            raise UsageError(missing_column_message(frame.columns))
+        abstracts = frame["abstract"].tolist()
         titles = None
         if "title" in frame.columns:
             titles = [t if isinstance(t, str) else None for t in frame["title"].tolist()]
-        return self.predict(frame["abstract"].tolist(), titles, top_k, taxonomy=taxonomy)
+        rows = frame.index.tolist()
+        problems = {i: f"row {rows[i]}: {p}" for i, a in enumerate(abstracts) if (p := abstract_problem(a)) is not None}
+        if problems and errors == "raise":
+            raise UsageError(next(iter(problems.values())))
+        if not problems:
+            return list(self.predict(abstracts, titles, top_k, taxonomy=taxonomy))
+        good = [i for i in range(len(abstracts)) if i not in problems]
+        if good:
+            answered = iter(
+                self.predict(
+                    [abstracts[i] for i in good],
+                    [titles[i] for i in good] if titles is not None else None,
+                    top_k,
+                    taxonomy=taxonomy,
+                )
+            )
+        else:
+            PredictRequest(abstracts=[], top_k=top_k, taxonomy=taxonomy).checked(self)  # top_k, taxonomy still checked
+            answered = iter([])
+        return [RowError(error=problems[i]) if i in problems else next(answered) for i in range(len(abstracts))]
 
     # --- persistence -------------------------------------------------------------------------
     def save(self, path: Path) -> Path:
@@ -255,15 +291,17 @@ class PaperTrackModel(PythonModel):
         output = (params or {}).get("output", OUTPUT_COLUMNS)
         if output not in (OUTPUT_COLUMNS, OUTPUT_JSON):
             raise UsageError(f"output must be {OUTPUT_COLUMNS!r} or {OUTPUT_JSON!r}, got {output!r}")
-        answers = self.predictor.predict_frame(model_input, top_k, taxonomy=taxonomy)
+        answers: list[Any] = self.predictor.predict_frame(model_input, top_k, taxonomy=taxonomy)
         if output == OUTPUT_JSON:
             return pd.DataFrame({"answer": [json.dumps(a) for a in answers]})
-        columns = {"tracks": [a["tracks"] for a in answers], "areas": [a["areas"] for a in answers]}
+        names = ["tracks", "areas"]
         if self.predictor.confidence is not None:
-            columns["prediction_set"] = [a["prediction_set"] for a in answers]
-            columns["confident"] = [a["confident"] for a in answers]
+            names += ["prediction_set", "confident"]
         if self.predictor.taxonomy:
-            columns["taxonomy"] = [a["taxonomy"] for a in answers]
+            names.append("taxonomy")
+        columns = {name: [a.get(name) for a in answers] for name in names}
+        if any("error" in a for a in answers):  # a row that could not be answered: its fields None, the reason here
+            columns["error"] = [a.get("error") for a in answers]
         return pd.DataFrame(columns)
 
 

@@ -14,15 +14,49 @@ on its own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from papertrack.errors import UsageError
+from papertrack.features.ingest.columns import did_you_mean
 from papertrack.models.answer import DEFAULT_TOP_K, AnswerDict
 
 if TYPE_CHECKING:
     from papertrack.models.artifact import TrackPredictor
+
+
+class RowError(TypedDict):
+    """The answer of a row that could not be answered (``predict_frame(errors="coerce")``): why, naming the row."""
+
+    error: str
+
+
+ERRORS = ("coerce", "raise")  # predict_frame's ``errors``: a bad row gets a RowError / the whole call fails
+
+
+def abstract_problem(value: object) -> str | None:
+    """Why ``value`` (one row's abstract) cannot be answered — missing (None, NaN, pandas NA), not text, empty —
+    else None."""
+    if value is None or (isinstance(value, float) and value != value) or type(value).__name__ in ("NAType", "NaTType"):
+        return f"no abstract (a missing value: {value})"  # pandas turns None into NaN in a column with NaN
+    if isinstance(value, bytes):
+        return "abstract is bytes, not text: decode it first"
+    if not isinstance(value, str):
+        return f"abstract is a {type(value).__name__}, not a string"
+    if not value.strip():
+        return "empty abstract"
+    return None
+
+
+def missing_column_message(columns: Iterable[object], wanted: str = "abstract") -> str:
+    """``input needs an 'abstract' column; got columns ['Abstract']: did you mean "abstract"? ...``"""
+    given = list(columns)
+    message = f"input needs an {wanted!r} column; got columns {given}"
+    near = did_you_mean(wanted, given)
+    if near is not None:
+        message += f': did you mean "{wanted}"? (rename it: frame.rename(columns={{{near!r}: {wanted!r}}}))'
+    return message
 
 
 class TopKError(UsageError):

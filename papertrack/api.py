@@ -32,7 +32,8 @@ DEFAULT_MODEL = f"models:/{settings.MODEL_NAME}@{settings.CHAMPION}"
 # labeled dump has its own "area", "label", ...): papers.join(model.predict_frame(papers["abstract"]))
 FRAME_PREFIX = "pred_"
 FRAME_COLUMNS = tuple(
-    FRAME_PREFIX + name for name in ("track", "probability", "top_k", "area", "area_probability", "confident", "set")
+    FRAME_PREFIX + name
+    for name in ("track", "probability", "top_k", "area", "area_probability", "confident", "set", "error")
 )
 
 
@@ -107,18 +108,33 @@ class Predictor:
         titles: Sequence[str | None] | None = None,
         *,
         taxonomy: str | None = None,
+        errors: str = "coerce",
     ) -> pd.DataFrame:
         """One row per abstract (the index of a Series is kept), every column prefixed ``pred_`` (:data:`FRAME_COLUMNS`)
         so that ``papers.join(model.predict_frame(papers["abstract"]))`` never clashes with the papers' own columns:
         ``pred_track`` and ``pred_probability`` (the top one), ``pred_top_k`` ("label (p); label (p); ..."),
         ``pred_area`` and ``pred_area_probability`` (the top area), ``pred_confident`` and ``pred_set`` (the
-        prediction set, a list; None for a model without calibration)."""
+        prediction set, a list; None for a model without calibration), ``pred_error``.
+
+        A missing (None, NaN), empty or non-text abstract: with ``errors="coerce"`` (the default, as in pandas) its
+        row has ``pred_error`` saying why (naming the row by its index) and None elsewhere, and every other row is
+        answered; ``errors="raise"`` raises ``UsageError`` for the first such row instead."""
         import pandas as pd
 
-        index = texts.index if isinstance(texts, pd.Series) else None
-        answers = self.predict(texts, top_k=top_k, titles=titles, taxonomy=taxonomy)
+        if isinstance(texts, pd.Series):
+            frame = pd.DataFrame({"abstract": texts.tolist()}, index=texts.index)
+            index = texts.index
+        else:
+            frame = pd.DataFrame({"abstract": _texts(texts)})
+            index = None
+        if titles is not None:
+            frame["title"] = list(titles)
+        answers: list[Any] = self.predictor.predict_frame(frame, top_k, taxonomy=taxonomy, errors=errors)
         rows = []
         for answer in answers:
+            if "error" in answer:
+                rows.append((None,) * (len(FRAME_COLUMNS) - 1) + (answer["error"],))
+                continue
             top, area = answer["tracks"][0], answer["areas"][0]
             rows.append(
                 (
@@ -129,6 +145,7 @@ class Predictor:
                     area["probability"],
                     answer.get("confident"),
                     answer.get("prediction_set"),
+                    None,
                 )
             )
         return pd.DataFrame(rows, columns=list(FRAME_COLUMNS), index=index)

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
+from papertrack import settings
 from papertrack.cli_options import AbstractColumn, IdColumn, TitleColumn
 from papertrack.console import console
 from papertrack.features.ingest import FORMATS
@@ -53,9 +53,7 @@ def train(
     """Evaluate every candidate (one MLflow run each) on next year's papers, refit the best, register it."""
     from papertrack import store
     from papertrack.features.ingest.columns import check_inputs, use_columns
-    from papertrack.training.report import print_results
-    from papertrack.training.runs_link import RUNS_VIEW_KEY, print_runs_link
-    from papertrack.training.sweep import run_sweep
+    from papertrack.training.fingerprint import input_fingerprint, tag_version, unchanged
 
     config = SweepConfig(
         data_paths=data or (),
@@ -75,7 +73,18 @@ def train(
     )
     with use_columns(abstract_column, title_column, id_column):
         check_inputs(config.paths, fmt)  # a CSV without its abstract column: before anything else
+        fingerprint = input_fingerprint(config) if register else None  # data, options, code, crosswalks
+        if not force and (same := unchanged(store.open(), fingerprint)) is not None:
+            console.print(same, highlight=False)
+            return
+        from papertrack.training.sweep import run_sweep  # the heavy imports: only when training
+
         result = run_sweep(config, store.open, console=console)
+    from papertrack.training.report import print_results
+    from papertrack.training.runs_link import RUNS_VIEW_KEY, print_runs_link
+
+    if result.decision is not None:
+        tag_version(store.open(), result.decision.version, fingerprint)
     print_results(console, result)
     print_runs_link(console, result.tracking_uri, result.experiment_id, RUNS_VIEW_KEY)
 
@@ -91,13 +100,19 @@ def runs(
         ),
     ] = None,
     limit: Annotated[int, typer.Option(min=1, help="At most this many rows.")] = 50,
+    wide: Annotated[
+        bool, typer.Option("--wide", help="Every metric column (per taxonomy, macro-F1, log-loss, ...): ~200 columns.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Every column of every row as JSON (one array).")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Every column of every row as CSV.")] = False,
 ) -> None:
-    """Leaderboard of candidate runs from MLflow (best first; * marks the registered champion's run)."""
+    """Leaderboard of candidate runs from MLflow (best first; * the serving champion's run, + the challenger's)."""
+    import pandas as pd
+
     from papertrack import registry, store
-    from papertrack.training.leaderboard import leaderboard, runs_view
+    from papertrack.training.leaderboard import leaderboard, runs_by_id, runs_view
     from papertrack.training.runs_link import print_runs_link
+    from papertrack.training.runs_table import running_note, runs_table
 
     if as_json and as_csv:
         raise typer.BadParameter("choose one of --json and --csv")
@@ -107,74 +122,50 @@ def runs(
         raise typer.BadParameter(f"{sweep!r} is not a run id (hexadecimal, as train prints it: 'parent run 9df3…')")
     opened = store.open(create=False)  # a read: never creates a store
     uri = opened.tracking_uri
+    running = running_note(opened) if sweep is None else ""
     board = leaderboard(opened, latest_sweep_only=not all_sweeps, limit=limit, sweep=sweep)
     if board.empty and sweep is not None:
         console.print(f"No candidate runs of sweep {sweep} in {uri}. `papertrack runs --all --json` lists them all.")
         raise typer.Exit(1)
     if board.empty:
+        if running:
+            console.print(f"{running}; no sweep has finished yet in {uri}.")
+            return
         console.print(f"No runs in {uri}. Run [bold]papertrack train[/] first.")
         raise typer.Exit(1)
-    champion = registry.current_champion(opened)
-    champion_run = champion.tags.get("run_id") if champion is not None else None
+    marks = {}
+    for alias, mark in ((settings.CHALLENGER, "+"), (settings.CHAMPION, "*")):
+        version = registry.version_by_alias(opened, alias)
+        if version is not None and version.tags.get("run_id"):
+            marks[version.tags["run_id"]] = mark
+    champion_run = next((run for run, mark in marks.items() if mark == "*"), None)
+    earlier = frozenset()
+    if champion_run is not None and champion_run not in set(board["run_id"]) and sweep is None:
+        board = pd.concat([board, runs_by_id(opened, [champion_run])], ignore_index=True)  # the champion, always
+        earlier = frozenset([champion_run])
     board.insert(0, "champion", board["run_id"] == champion_run)
+    board.insert(1, "challenger", board["run_id"].map(lambda run: marks.get(run) == "+"))
     board["started"] = board["started"].astype(str)
     if as_json or as_csv:
         out = board.to_json(orient="records", indent=1) if as_json else board.to_csv(index=False)
         sys.stdout.write(out if out.endswith("\n") else out + "\n")
         return
-    later = board["temporal_label_top3"].notna().any()
-    shift = board["shift_label_top3"].notna().any()
-    per_taxonomy = {
-        f"{c.split('.', 1)[1]} {'known' if c.startswith('known') else 'next-yr'} top3": c
-        for c in board.columns
-        if c.startswith(("temporal_label_top3.", "known_label_top3.")) and board[c].notna().any()
-    }
-    columns = {
-        **(
-            {"next-yr top3": "temporal_label_top3", "top1": "temporal_label_top1", "area": "temporal_area_top1"}
-            if later
-            else {}
-        ),
-        **per_taxonomy,
-        "CV top3": "cv_label_top3",
-        **({"shift top3": "shift_label_top3"} if shift else {}),
-        "ms": "predict_ms_per_abstract",
-    }
-    table = Table(title=f"papertrack runs — {uri}", title_justify="left", pad_edge=False, box=None)
-    table.add_column("", width=1, no_wrap=True)
-    table.add_column("candidate", no_wrap=True, overflow="fold")
-    for column in columns:
-        table.add_column(column, justify="right", no_wrap=True)
-    if all_sweeps:
-        table.add_column("data", no_wrap=True)
-
-    def cell(value, spec: str = ".3f") -> str:
-        return "-" if value is None or value != value else format(value, spec)
-
-    previous_digest = None
-    for row in board.to_dict("records"):
-        values = [cell(row[k], ".2f" if k == "predict_ms_per_abstract" else ".3f") for k in columns.values()]
-        if all_sweeps and row.get("data_digest") != previous_digest:
-            if previous_digest is not None:
-                table.add_section()
-            previous_digest = row.get("data_digest")
-            table.add_row("", f"[dim]data {str(previous_digest or '-')[:8]}: ranked within this data only[/]")
-        table.add_row(
-            "*" if row["champion"] else "",
-            row["candidate"],
-            *values,
-            *([str(row.get("data_digest") or "-")[:8]] if all_sweeps else []),
-            style="bold" if row["champion"] else None,
-        )
-    console.print(table)
-    console.print(
-        ("next-yr: trained on the earlier years, tested on the latest; " if later else "")
-        + "CV: cross-validated on all sources; "
-        + ("shift: trained on the other source(s), tested on the held-out one; " if shift else "")
-        + "ms: predict cost per abstract; * champion. Best first "
-        "by " + ("next-yr top3" if later else "shift top3" if shift else "CV top3") + ". Every column: --json / --csv.",
-        soft_wrap=False,
-    )
+    table, legend = runs_table(board, marks, wide=wide, all_sweeps=all_sweeps, earlier=earlier)
+    console.print(f"papertrack runs — {uri}", highlight=False, style="italic")
+    if wide:  # every column at its natural width: wider than the terminal, which wraps the lines
+        natural = console.measure(table, options=console.options.update(width=10_000)).maximum
+        width = console.width
+        console.width = max(width, natural)  # rich renders no wider than the console
+        try:
+            console.print(table, crop=False)
+        finally:
+            console.width = width
+    else:
+        console.print(table)
+    for line in legend:
+        console.print(line, highlight=False)
+    if running:
+        console.print(f"[yellow]{running}[/]\nThe table shows the last finished sweep.", highlight=False)
     print_runs_link(console, uri, *runs_view(opened))
 
 

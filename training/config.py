@@ -80,7 +80,8 @@ class SweepConfig:
     force: bool = field(
         default=False,
         metadata=_help(
-            "Let the winner become champion although it knows far fewer labels than the champion (the other "
+            "Retrain even when nothing changed since the champion (same data, options, code and crosswalks), and "
+            "let the winner become champion although it knows far fewer labels than the champion (the other "
             "promotion checks still apply)."
         ),
     )

@@ -59,6 +59,7 @@ def search_runs(store: Store, experiment_id: str, filter_string: str, max_result
             row: dict = {
                 "run_id": run.info.run_id,
                 "start_time": pd.to_datetime(run.info.start_time, unit="ms", utc=True),
+                "status": run.info.status,
             }
             row.update({f"metrics.{k}": v for k, v in run.data.metrics.items()})
             row.update({f"params.{k}": v for k, v in run.data.params.items()})
@@ -76,8 +77,8 @@ def leaderboard(
     """Candidate runs of ``store``, best first (:func:`papertrack.registry.rank_key`: temporal-holdout label top-3 when
     the runs have it, else the shift holdout's, else the cross-validated one; then the tie-breaker).
 
-    The latest sweep's candidates, every sweep's (``latest_sweep_only=False``) or those of the sweep whose parent
-    run id is ``sweep``."""
+    The latest finished sweep's candidates (:func:`last_finished_sweep`: not the one a running ``train`` is filling),
+    every sweep's (``latest_sweep_only=False``) or those of the sweep whose parent run id is ``sweep``."""
     experiment = store.experiment()
     if experiment is None:
         return pd.DataFrame()
@@ -85,13 +86,68 @@ def leaderboard(
     if sweep is not None:
         filter_string += f" and tags.`mlflow.parentRunId` = '{sweep}'"
     elif latest_sweep_only:
-        sweeps = search_runs(store, experiment.experiment_id, "tags.`papertrack.kind` = 'sweep'", max_results=1)
-        if sweeps.empty:
+        latest = last_finished_sweep(store)
+        if latest is None:
             return pd.DataFrame()
-        filter_string += f" and tags.`mlflow.parentRunId` = '{sweeps.iloc[0]['run_id']}'"
+        filter_string += f" and tags.`mlflow.parentRunId` = '{latest}'"
     runs = search_runs(store, experiment.experiment_id, filter_string, max_results=max(limit, 1000))
     if runs.empty:
         return runs
+    table = _table(runs)
+    keys = [
+        rank_key({k: v for k, v in row.items() if v == v and v is not None})
+        for row in table[list(COLUMNS)].to_dict("records")
+    ]
+    # runs trained on different data are not ranked as like: grouped by data digest (the latest sweep's data
+    # first), best first within each group
+    recency = {digest: i for i, digest in enumerate(dict.fromkeys(table["data_digest"].fillna("").tolist()))}
+    digests = table["data_digest"].fillna("").tolist()
+    order = sorted(range(len(table)), key=lambda i: (-recency[digests[i]], keys[i]), reverse=True)
+    table = table.iloc[order]
+    return table.head(limit).reset_index(drop=True)
+
+
+RUNNING = "RUNNING"
+
+
+def sweeps(store: Store, max_results: int = 50) -> pd.DataFrame:
+    """The sweep (parent) runs of ``store``, newest first, with their ``status`` (RUNNING while a train runs)."""
+    experiment = store.experiment()
+    if experiment is None:
+        return pd.DataFrame()
+    return search_runs(store, experiment.experiment_id, "tags.`papertrack.kind` = 'sweep'", max_results=max_results)
+
+
+def last_finished_sweep(store: Store) -> str | None:
+    """The run id of the newest sweep that is not running (a FINISHED one first), None when there is none: while a
+    ``train`` runs, its sweep has no finished candidates yet, and the board shows the one before."""
+    found = sweeps(store)
+    if found.empty:
+        return None
+    done = found[found["status"] != RUNNING]
+    finished = done[done["status"] == "FINISHED"]
+    chosen = finished if not finished.empty else done
+    return None if chosen.empty else str(chosen.iloc[0]["run_id"])
+
+
+def running_sweeps(store: Store) -> pd.DataFrame:
+    """The sweeps whose run is still RUNNING (a ``train`` in progress, or one killed without ending its run)."""
+    found = sweeps(store)
+    return found if found.empty else found[found["status"] == RUNNING].reset_index(drop=True)
+
+
+def runs_by_id(store: Store, run_ids: list[str]) -> pd.DataFrame:
+    """The leaderboard rows of the candidate runs ``run_ids`` (e.g. the champion's, when it is not in the view)."""
+    experiment = store.experiment()
+    if experiment is None or not run_ids:
+        return pd.DataFrame()
+    quoted = ", ".join(f"'{run_id}'" for run_id in run_ids if run_id.isalnum())
+    runs = search_runs(store, experiment.experiment_id, f"attributes.run_id IN ({quoted})", max_results=len(run_ids))
+    return runs if runs.empty else _table(runs)
+
+
+def _table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The leaderboard's columns of candidate runs as :func:`search_runs` frames them."""
     table = pd.DataFrame(
         {
             "run_id": runs["run_id"],
@@ -115,14 +171,4 @@ def leaderboard(
         if legacy is not None:
             values = legacy if values is None else values.fillna(legacy)
         table[column] = values
-    keys = [
-        rank_key({k: v for k, v in row.items() if v == v and v is not None})
-        for row in table[list(COLUMNS)].to_dict("records")
-    ]
-    # runs trained on different data are not ranked as like: grouped by data digest (the latest sweep's data
-    # first), best first within each group
-    recency = {digest: i for i, digest in enumerate(dict.fromkeys(table["data_digest"].fillna("").tolist()))}
-    digests = table["data_digest"].fillna("").tolist()
-    order = sorted(range(len(table)), key=lambda i: (-recency[digests[i]], keys[i]), reverse=True)
-    table = table.iloc[order]
-    return table.head(limit).reset_index(drop=True)
+    return table

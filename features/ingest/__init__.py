@@ -17,9 +17,11 @@ a copy that rows and messages name ``<stdin>`` (:func:`display_name`, :func:`exp
 The modules: :mod:`.records` (Record, BadRecord, IngestError, ids and normalisation, the field rules of JSON
 objects and CSV rows), :mod:`.decoding` (gzip, size cap, UTF-8/UTF-16 detection, ``InputLimits``) and one module
 per layout: :mod:`.jsonl`, :mod:`.json_array`, :mod:`.csv_rows`, :mod:`.text_labeled`, :mod:`.text_unlabeled`
-(the text layouts' paragraphs in :mod:`.text_blocks`). This module: which layout a file uses (``detect_format``:
-the extension first, ".gz" looked through, then its first lines — '[' starts a JSON array, '{' JSON lines, other
-text is one of the two text layouts), ``iter_records`` (the file read by its layout's reader) and ``-`` as an
+(the text layouts' paragraphs in :mod:`.text_blocks`); OpenReview notes and dotted paths in :mod:`.notes`. This
+module: which layout a file uses (``detect_format``: the extension first, ".gz" looked through, then its first lines
+— '[' starts a JSON array, and so does an object whose first field is ``"notes"`` (an OpenReview export), '{' JSON
+lines (a pretty-printed object is read as JSON and told apart by its reader), other text is one of the two text
+layouts), ``iter_records`` (the file read by its layout's reader) and ``-`` as an
 input (standard input, copied to a temporary file first: every reader of an input opens it more than once —
 format detection, then the records, the labeler's progress total — so a pipe is copied once to a private
 temporary file by :mod:`.stdin_copy`: at most ``PAPERTRACK_MAX_INPUT_BYTES``, removed when the process exits or
@@ -29,6 +31,7 @@ no file name: ``--format csv`` for CSV).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from os import PathLike
 from pathlib import Path
@@ -126,16 +129,23 @@ def classify(path: str | PathLike, head: list[str]) -> str:
     if text.startswith("["):
         return "json"
     if text.startswith("{") or ext == ".json":
+        if _RECORDS_OBJECT.match(text):
+            return "json"  # an OpenReview export: {"notes": [...]}, read by the JSON-array reader
         if ext == ".json" and text.startswith("{") and len([line for line in head if line.strip()]) == 1:
             return "json"  # one JSON object: a document, not JSON lines
         if _looks_like_json_lines(text) or any(
             isinstance(line, LongLine) and line.lstrip().startswith("{") for line in head[:1]
         ):
             return "jsonl"
+        if text.startswith("{"):
+            return "json"  # a pretty-printed object: its reader tells whether it holds a "notes" array
         raise IngestError(path, None, "neither a JSON array nor JSON lines (one object per line)")
     if "\x00" in text:
         raise IngestError(path, None, "cannot detect the format: the content looks binary")
     return _classify_text(head)
+
+
+_RECORDS_OBJECT = re.compile(r'\{\s*"notes"\s*:\s*\[')  # an object whose first field is the records' array
 
 
 def _looks_like_json_lines(text: str) -> bool:

@@ -1,6 +1,7 @@
 """Which CSV columns (or JSON fields) hold the abstract, the title and the id.
 
-By default the columns named ``abstract``, ``title`` and ``id`` (any case). ``--abstract-column``,
+By default the columns named ``abstract``, ``title`` and ``id`` (any case). In JSON a name may be a dotted path into
+nested objects (``content.abstract.value``, see :mod:`.notes`). ``--abstract-column``,
 ``--title-column`` and ``--id-column`` (``label``, ``suggest``, ``train``) name others for the run: inside
 :func:`use_columns`, every reader takes the named column as the abstract (title, id), and a column that already has
 the default name is then ignored. :func:`check_inputs` reads the CSV inputs' header rows — before a command loads a
@@ -9,13 +10,16 @@ model or trains — so a missing column is an error at once, naming the file, th
 
 from __future__ import annotations
 
+import difflib
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, fields
 from os import PathLike
 from typing import Any
+
+from papertrack.features.ingest.notes import found, note_fields, resolve
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,19 @@ def rename(record: dict[str, object]) -> dict[str, object]:
     for column, field in chosen.items():
         if column in record:
             out[field] = record[column]
+        elif "." in column and found(value := resolve(record, column)):
+            out[field] = value  # a dotted path into nested objects (``content.abstract.value``)
     return out
+
+
+def did_you_mean(wanted: str, names: Iterable[object]) -> str | None:
+    """The given name that is most likely ``wanted`` misspelt (another letter case, a plural, a typo), else None."""
+    given = [str(name) for name in names]
+    same = [name for name in given if name.strip().casefold() == wanted.casefold()]
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(wanted, [name.strip().lower() for name in given], n=1, cutoff=0.75)
+    return next((name for name in given if close and name.strip().lower() == close[0]), None)
 
 
 def missing_columns(header: Sequence[str]) -> list[str]:
@@ -100,14 +116,37 @@ def missing_message(header: Sequence[str], missing: Sequence[str]) -> str:
 
 
 def check_inputs(paths: Sequence[str | PathLike], fmt: str | None = None) -> None:
-    """Read the header row of every CSV input and raise ``IngestError`` (file, line, the columns it has) when a
-    needed column is missing: done before a model loads. Other layouts are read as before."""
+    """Read the header row of every CSV input, and the first record of every JSON input when a column is named by
+    an option, and raise ``IngestError`` (file, line, the fields it has) when a needed column is missing: done before
+    a model loads. Other layouts are read as before."""
     from papertrack.features.ingest import detect_format
     from papertrack.features.ingest.csv_rows import read_header
 
     for path in paths:
-        if detect_format(path, fmt) == "csv":
+        layout = detect_format(path, fmt)
+        if layout == "csv":
             read_header(path)
+        elif layout in ("json", "jsonl") and columns() != DEFAULT:
+            _check_first_record(path, layout)
+
+
+def _check_first_record(path: str | PathLike, layout: str) -> None:
+    """``IngestError`` when the first JSON record lacks a column named by an option (a name or dotted path)."""
+    from papertrack.features.ingest.records import IngestError, first_json_object, missing_field_message
+
+    first = first_json_object(path, layout)
+    if first is None:
+        return  # no record, or a broken one: the reader reports it with its line
+    line, obj = first
+    fields = note_fields({str(key).strip().lower(): value for key, value in obj.items()})
+    chosen = columns()
+    for field in ("abstract", "title", "id"):
+        name = getattr(chosen, field)
+        if name == getattr(DEFAULT, field):
+            continue
+        if name.strip().lower() in fields or ("." in name and found(resolve(fields, name))):
+            continue
+        raise IngestError(path, line, f"the first record has {missing_field_message(obj, field)}")
 
 
 def reading_columns(command: Callable[..., Any]) -> Callable[..., Any]:

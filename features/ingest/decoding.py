@@ -180,9 +180,36 @@ def _skip_line(stream: _Counted) -> int:
     return skipped
 
 
+# documents that are not text, by their first bytes: what they are and what to do instead
+_ZIP_MAGIC = b"PK\x03\x04"
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # Excel 97-2003 (.xls), old Word (.doc)
+_SPREADSHEETS = (".xlsx", ".xlsm", ".xls", ".ods", ".numbers")
+_EXPORT_CSV = "export the sheet as CSV (UTF-8) and give that file, with --abstract-column naming the abstract's column"
+
+
+def _refuse_document(path: str | PathLike, first_bytes: bytes) -> None:
+    """``IngestError`` for a spreadsheet, a ZIP archive or a PDF (known by their first bytes), saying what to give
+    instead, rather than "not valid UTF-8 (byte 0x86 at column 13)"."""
+    suffix = Path(display_name(path).lower().removesuffix(".gz")).suffix
+    if first_bytes.startswith(_ZIP_MAGIC):
+        if suffix in _SPREADSHEETS or b"xl/" in first_bytes[:4096] or b"[Content_Types]" in first_bytes[:4096]:
+            what = "a spreadsheet (Excel/ODS)" if suffix != ".docx" else "a Word document"
+            fix = _EXPORT_CSV if suffix != ".docx" else "save it as plain text, one abstract per paragraph"
+            raise IngestError(path, None, f"{what}, not text: {fix}")
+        raise IngestError(path, None, "a ZIP archive, not text: unzip it and give the files inside")
+    if first_bytes.startswith(_OLE_MAGIC):
+        raise IngestError(path, None, f"an Excel 97-2003 or old Office file, not text: {_EXPORT_CSV}")
+    if first_bytes.startswith(b"%PDF-"):
+        raise IngestError(
+            path, None, "a PDF, not text: paste the abstract (not the whole paper) into a text file and give that"
+        )
+
+
 def _refuse_wide_encoding(path: str | PathLike, first_line: bytes) -> None:
     """``IngestError`` for a UTF-16/UTF-32 file (a byte-order mark, or NUL bytes where plain text in those
-    encodings has them), saying how to convert it, instead of "not valid UTF-8 (byte 0xff ...)"."""
+    encodings has them), saying how to convert it, instead of "not valid UTF-8 (byte 0xff ...)"; and for a
+    spreadsheet, archive or PDF (:func:`_refuse_document`)."""
+    _refuse_document(path, first_line)
     encoding = next((name for bom, name in _WIDE_BOMS if first_line.startswith(bom)), None)
     sample = first_line[:4096]
     if sample and not sample.strip(b"\x00"):  # a disk image, /dev/zero: no text at all, in any encoding

@@ -26,57 +26,107 @@ from papertrack.features.ingest.records import (
     record_from_value,
 )
 
+RECORD_LISTS = ("notes",)  # an object's field that holds the records (OpenReview: ``{"notes": [...]}``)
+
 
 def read_json_array(path: str | PathLike, labeled: bool | None) -> Iterator[Record | BadRecord]:
-    """A JSON array of objects, streamed element by element; ``line`` is the 1-based index in the array.
+    """A JSON array of objects, streamed element by element; ``line`` is the file line where a record starts.
 
-    Any other top-level value (one object, a string, ...) is a fatal error: it is not a list of records.
+    An object holding the array under ``"notes"`` (an OpenReview export: ``{"notes": [...], "count": 200}``) is
+    read the same way. Any other top-level value (one object, a string, ...) is a fatal error: it is not a list of
+    records.
     """
     source = display_name(path)
+    for line, index, value in iter_json_values(path):
+        if isinstance(value, _TooLong):
+            yield BadRecord(
+                source,
+                line,
+                f"record {index} is {value.size:,} characters or more, over the "
+                f"{limits().max_record:,}-character limit of one record (not read)",
+                kind="too-long",
+            )
+        else:
+            yield record_from_value(value, source, line, labeled)
+
+
+def iter_json_values(path: str | PathLike) -> Iterator[tuple[int, int, object]]:
+    """(file line where it starts, its 1-based index, the decoded value or ``_TooLong``) for each element of the
+    file's array, or of the array under ``"notes"`` when the file holds one object."""
     chars = _JsonChars(path)
     first = chars.skip_space()
     if first == "{":
-        value = chars.value(1)
-        keys = ", ".join(repr(k) for k in list(value)[:8]) if isinstance(value, dict) else ""
-        raise IngestError(
-            path,
-            1,
-            f"expected a JSON array of records; the file holds one JSON object (keys: "
-            f"{keys or 'none'}). Put the records in an array, or name the file .jsonl for "
-            f"one object per line",
-        )
+        yield from _wrapped_records(path, chars)
+        return
     if first != "[":
         value = chars.value(1)  # raises for invalid JSON
         raise IngestError(path, 1, f"expected a JSON array of records (top-level value: {json_type(value)})")
+    yield from _array(path, chars)
+    if chars.skip_space() != "":
+        raise IngestError(path, chars.line_at(chars.pos), "unexpected text after the JSON array")
+
+
+def _array(path: str | PathLike, chars: _JsonChars) -> Iterator[tuple[int, int, object]]:
+    """The elements of the array starting at the next character ('['), consumed up to its ']'."""
     chars.take()
     index = 0
     if chars.skip_space() == "]":
         chars.take()
-    else:
-        while True:
-            index += 1
-            try:
-                value = chars.value(index)
-            except RecursionError:
-                raise IngestError(path, chars.line, f"record {index}: {TOO_DEEP}") from None
-            if isinstance(value, _TooLong):
-                yield BadRecord(
-                    source,
-                    index,
-                    f"record is {value.size:,} characters or more, over the "
-                    f"{limits().max_record:,}-character limit of one record (not read)",
-                    kind="too-long",
-                )
-            else:
-                yield record_from_value(value, source, index, labeled)
-            separator = chars.skip_space()
+        return
+    while True:
+        index += 1
+        chars.skip_space()
+        line = chars.line_at(chars.pos)  # where the record starts
+        try:
+            value = chars.value(index)
+        except RecursionError:
+            raise IngestError(path, line, f"record {index}: {TOO_DEEP}") from None
+        yield line, index, value
+        separator = chars.skip_space()
+        chars.take()
+        if separator == "]":
+            return
+        if separator != ",":
+            raise IngestError(path, chars.line_at(chars.pos), f"invalid JSON: expected ',' or ']' after record {index}")
+
+
+def _wrapped_records(path: str | PathLike, chars: _JsonChars) -> Iterator[tuple[int, int, object]]:
+    """One top-level object: the records of its ``"notes"`` array (its other fields skipped), streamed; an
+    object without one is a fatal error naming its keys."""
+    chars.take()
+    keys: list[str] = []
+    read = False
+    while (char := chars.skip_space()) != "}":
+        if char != '"':
+            chars.value(1)  # raises: invalid JSON, with the line
+            raise IngestError(path, chars.line_at(chars.pos), "invalid JSON: expected a field name")
+        key = chars.value(1)
+        if chars.skip_space() != ":":
+            raise IngestError(path, chars.line_at(chars.pos), f"invalid JSON: expected ':' after {key!r}")
+        chars.take()
+        keys.append(str(key))
+        if str(key).lower() in RECORD_LISTS and not read and chars.skip_space() == "[":
+            read = True
+            yield from _array(path, chars)
+        else:
+            chars.value(1)
+        separator = chars.skip_space()
+        if separator == ",":
             chars.take()
-            if separator == "]":
-                break
-            if separator != ",":
-                raise IngestError(path, chars.line, f"invalid JSON: expected ',' or ']' after record {index}")
+        elif separator != "}":
+            raise IngestError(path, chars.line_at(chars.pos), "invalid JSON: expected ',' or '}' in the object")
+    chars.take()
     if chars.skip_space() != "":
-        raise IngestError(path, chars.line, "unexpected text after the JSON array")
+        raise IngestError(path, chars.line_at(chars.pos), "unexpected text after the JSON object")
+    if not read:
+        shown = ", ".join(repr(k) for k in keys[:8])
+        raise IngestError(
+            path,
+            1,
+            f'expected a JSON array of records, or an object with a "notes" array (an OpenReview export); the '
+            f"file holds one JSON object (keys: {shown or 'none'}). Put the records in an array, or name the file "
+            f".jsonl for one object per line",
+        )
 
 
 class _TooLong(NamedTuple):
@@ -104,6 +154,16 @@ class _JsonChars:
         self.blocks = read_text_blocks(path)
         self.buffer, self.pos, self.line, self.eof = "", 0, 1, False  # line: of the buffer's start
         self.cap = limits().max_record
+        self.mark = (0, 1)  # (a position in the buffer, its line): where :meth:`line_at` counted up to
+
+    def line_at(self, pos: int) -> int:
+        """The file line of the buffer's position ``pos``, counted on from the last position asked about."""
+        mark_pos, mark_line = self.mark
+        if pos < mark_pos or mark_pos > len(self.buffer):
+            mark_pos, mark_line = 0, self.line
+        mark_line += self.buffer.count("\n", mark_pos, pos)
+        self.mark = (pos, mark_line)
+        return mark_line
 
     def _more(self, keep_from: int | None = None) -> bool:
         """Append the next block; the text before ``keep_from`` (default: ``pos``) is dropped."""
@@ -117,6 +177,7 @@ class _JsonChars:
         self.line += self.buffer.count("\n", 0, keep)
         self.buffer = self.buffer[keep:] + block[0]
         self.pos -= keep
+        self.mark = (0, self.line)
         return True
 
     def skip_space(self) -> str:
@@ -184,12 +245,12 @@ class _JsonChars:
             scan, start = scan - start, 0
         if dropped:
             self.line += self.buffer.count("\n", 0, scan)
-            self.buffer, self.pos = self.buffer[scan:], 0
+            self.buffer, self.pos, self.mark = self.buffer[scan:], 0, (0, self.line)
             return _TooLong(dropped + scan - start)
         if scan - start > self.cap:
             self.line += self.buffer.count("\n", 0, scan)
             size = scan - start
-            self.buffer, self.pos = self.buffer[scan:], 0
+            self.buffer, self.pos, self.mark = self.buffer[scan:], 0, (0, self.line)
             return _TooLong(size)
         return self._decode(start, index)
 
@@ -197,10 +258,10 @@ class _JsonChars:
         try:
             value, end = json.JSONDecoder().raw_decode(self.buffer, start)
         except json.JSONDecodeError as exc:
-            line = self.line + self.buffer.count("\n", 0, exc.pos)
+            line = self.line_at(exc.pos)
             raise IngestError(self.path, line, f"invalid JSON: {exc.msg} (record {index})") from None
         except ValueError as exc:  # an integer of more than 4,300 digits
-            line = self.line + self.buffer.count("\n", 0, start)
+            line = self.line_at(start)
             raise IngestError(self.path, line, f"invalid JSON: {exc} (record {index})") from None
         self.pos = end
         return value

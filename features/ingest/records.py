@@ -21,11 +21,13 @@ import hashlib
 import os
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from os import PathLike
 
 from papertrack.errors import PapertrackError
-from papertrack.features.ingest.columns import columns, rename
+from papertrack.features.ingest.columns import OPTIONS, columns, did_you_mean, rename
+from papertrack.features.ingest.notes import field_list, nested_path, note_fields
 from papertrack.features.labels import format_label, normalise_label
 
 SUGGESTED_MARKER = "# model-suggested:"  # the comment naming the model's guess above a label line
@@ -71,6 +73,7 @@ class Record:
     authors: str | None = None
     suggested: bool = False  # the label is still the model's guess (see the module doc)
     origin: str | None = None  # "venue year" when the record names both (e.g. "ICLR 2024"), else None
+    number: int | None = None  # an OpenReview note's submission number (rows keep it, to join them back)
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,7 @@ def make_record(
     authors: str | None = None,
     guess: str | None = None,
     origin: str | None = None,
+    number: int | None = None,
 ) -> Record | BadRecord:
     """Build a ``Record`` from raw field values, or the ``BadRecord`` saying why it is unusable."""
     abstract = normalise_text(abstract)
@@ -162,6 +166,7 @@ def make_record(
         line,
         authors=authors,
         origin=origin,
+        number=number,
         suggested=canonical is not None and _same_label(guess, canonical),
     )
 
@@ -219,13 +224,13 @@ def _label_field(fields: dict[str, object], name: str) -> str | None:
 
 def record_from_mapping(obj: dict, source: str, line: int, labeled: bool | None) -> Record | BadRecord:
     """Turn one JSON object, CSV row or Parquet row (field names matched case-insensitively) into a record."""
-    fields = rename({str(key).strip().lower(): value for key, value in obj.items()})
+    fields = rename(note_fields({str(key).strip().lower(): value for key, value in obj.items()}))
     record_id = _optional_text(fields.get("id"))
     surrogate = _lone_surrogate(fields)
     if surrogate is not None:
         return BadRecord(source, line, surrogate, _printable(record_id))
     if "abstract" not in fields:
-        return BadRecord(source, line, f"no {columns().abstract!r} field", record_id)
+        return BadRecord(source, line, missing_field_message(obj, "abstract"), record_id)
     abstract = fields["abstract"]
     if abstract is not None and not isinstance(abstract, str):
         reason = f"abstract is a {json_type(abstract)}, not a string"
@@ -247,7 +252,33 @@ def record_from_mapping(obj: dict, source: str, line: int, labeled: bool | None)
         authors=_authors_text(fields.get("authors")),
         guess=guess if isinstance(guess, str) else None,
         origin=_origin(fields),
+        number=_number(fields.get("number")),
     )
+
+
+def missing_field_message(obj: Mapping, field: str) -> str:
+    """``no 'abstract' field (fields: id, number, content)`` for a record ``obj`` lacking the column of ``field``
+    (its name, or the path given by an option), with where the field sits when it is nested, and the option."""
+    name = getattr(columns(), field)
+    message = f"no {name!r} field (fields: {field_list(obj)})"
+    parts = [part.strip().lower() for part in name.split(".") if part.strip().lower() != "value"]
+    path = nested_path(obj, parts[-1] if parts else field) or nested_path(obj, field)
+    if path is not None and path.lower() != name.lower():
+        message += f"; the {field} is nested: name it with {OPTIONS[field]} {path}"
+    elif (near := did_you_mean(name, obj)) is not None:
+        message += f'; did you mean "{near}"? name it with {OPTIONS[field]} {near}'
+    return message
+
+
+def _number(value: object) -> int | None:
+    """An OpenReview note's ``number`` (an integer, or digits), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
 
 
 def _lone_surrogate(fields: dict[str, object]) -> str | None:
@@ -288,3 +319,28 @@ def record_from_value(value: object, source: str, line: int, labeled: bool | Non
     if not isinstance(value, dict):
         return BadRecord(source, line, f"JSON value is not an object (got {json_type(value)})")
     return record_from_mapping(value, source, line, labeled)
+
+
+def first_json_object(path: str | PathLike, layout: str) -> tuple[int, dict] | None:
+    """(line, object) of the first record of a JSON-lines or JSON-array file; None when the first record is not a
+    readable object (its reader reports that) or there is none."""
+    import json
+
+    from papertrack.features.ingest.decoding import LongLine, read_lines
+    from papertrack.features.ingest.json_array import iter_json_values
+
+    try:
+        if layout == "jsonl":
+            for line, text in read_lines(path):
+                if isinstance(text, LongLine):
+                    return None
+                if not text.strip():
+                    continue
+                value = json.loads(text)
+                return (line, value) if isinstance(value, dict) else None
+            return None
+        for line, _, value in iter_json_values(path):
+            return (line, value) if isinstance(value, dict) else None
+    except (ValueError, RecursionError, IngestError):
+        return None
+    return None

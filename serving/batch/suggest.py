@@ -253,6 +253,7 @@ def render(suggestions: Sequence[Suggestion], kind: str, *, strategy: str, model
     rows = [
         {
             "id": s.record.id,
+            **({"number": s.record.number} if s.record.number is not None else {}),  # an OpenReview note's
             "title": s.record.title,
             "authors": s.record.authors,
             "abstract": s.record.abstract,
@@ -270,7 +271,9 @@ def render(suggestions: Sequence[Suggestion], kind: str, *, strategy: str, model
         return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     buffer = io.StringIO()
     writer = csv.DictWriter(
-        buffer, fieldnames=list(rows[0]) if rows else ["id", "abstract", "label"], lineterminator="\n"
+        buffer,
+        fieldnames=list(dict.fromkeys(key for row in rows for key in row)) if rows else ["id", "abstract", "label"],
+        lineterminator="\n",
     )
     writer.writeheader()
     # a ' before =, +, -, @, tab, CR: text, no formula

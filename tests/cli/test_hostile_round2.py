@@ -436,7 +436,9 @@ def test_suggest_keeps_no_over_long_abstract_in_its_pool(tmp_path):
     assert [r.id for r in pool.records] == ["a"]
     (bad,) = pool.bad
     assert (bad.line, bad.kind, bad.id) == (2, "rejected", "long")
-    assert bad.reason == "abstract has 29,999 characters; at most 20,000 are accepted"
+    assert bad.reason == (
+        "abstract has 29,999 characters; at most 20,000 are accepted: paste the abstract, not the whole paper"
+    )
 
 
 def test_suggest_csv_cells_cannot_start_a_formula():

@@ -34,7 +34,7 @@ def test_runs_table_fits_80_columns_and_marks_the_champion(trained, monkeypatch)
     assert all(len(line) <= 80 for line in lines if line != link)
     assert "…" not in text  # nothing cut
     assert any(line.startswith("*") and winner in line for line in lines)
-    assert "next-yr top3" in text and "ms" in text
+    assert "next3" in text and "ms" in text
 
 
 def test_runs_json_and_csv_carry_every_column(trained, monkeypatch):

@@ -38,7 +38,10 @@ def over_limits(record: Record) -> str | None:
     Applied by every backend, so labeling locally and through ``--url`` give the same rows and errors.
     """
     if len(record.abstract) > MAX_ABSTRACT_CHARS:
-        return f"abstract has {len(record.abstract):,} characters; at most {MAX_ABSTRACT_CHARS:,} are accepted"
+        return (
+            f"abstract has {len(record.abstract):,} characters; at most {MAX_ABSTRACT_CHARS:,} are accepted: paste "
+            "the abstract, not the whole paper"
+        )
     if record.title and len(record.title) > MAX_TITLE_CHARS:
         return f"title has {len(record.title):,} characters; at most {MAX_TITLE_CHARS:,} are accepted"
     return None

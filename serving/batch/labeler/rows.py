@@ -31,8 +31,10 @@ def row(record: Record, answer: Mapping[str, Any], top_k: int) -> dict[str, Any]
     """The output row of one labeled record, in output order (the JSONL object; CSV flattens it)."""
     tracks = answer["tracks"][:top_k]
     top_area = answer["areas"][0]
-    out: dict[str, Any] = {
-        "id": record.id,
+    out: dict[str, Any] = {"id": record.id}
+    if record.number is not None:
+        out["number"] = record.number  # an OpenReview note's number, to join the rows back
+    out |= {
         "source": record.source,
         "line": record.line,
         "title": record.title,
@@ -53,6 +55,7 @@ class RowFormat:
         self.kind, self.top_k, self.extras = kind, top_k, tuple(extras)
         self.columns = [
             "id",
+            "number",
             "source",
             "line",
             "title",
@@ -77,6 +80,7 @@ class RowFormat:
         """The CSV cells of a row; every text cell spreadsheet-safe (:func:`spreadsheet_safe`)."""
         cells: list[Any] = [
             spreadsheet_safe(r["id"]),
+            _cell(r.get("number")),
             spreadsheet_safe(r["source"]),
             r["line"],
             spreadsheet_safe(r["title"] or ""),

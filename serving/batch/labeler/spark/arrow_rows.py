@@ -11,7 +11,7 @@ from papertrack.serving.batch.labeler.rows import Counters, RowFormat, error_row
 
 ROW_SCHEMA = "file INT, line LONG, row STRING, labeled INT, top1 INT, top3 INT, unknown INT"
 PARQUET_ROW_SCHEMA = (
-    "id STRING, source STRING, line LONG, title STRING, "
+    "id STRING, number LONG, source STRING, line LONG, title STRING, "
     "tracks ARRAY<STRUCT<label: STRING, probability: DOUBLE>>, area STRING, "
     "area_probability DOUBLE, label STRING, in_top_k BOOLEAN, prediction_set ARRAY<STRING>, confident BOOLEAN"
 )
@@ -36,6 +36,7 @@ def rows_function(sources: list[str], top_k: int, known: frozenset[str]):
                     None,  # a row has no abstract
                     sources[item["file"]],
                     item["line"],
+                    number=int(item["number"]) if item.get("number") else None,
                 )
                 answer = _answer(item["prediction"])
                 counts = Counters()

@@ -18,9 +18,12 @@ PARQUET = "parquet"
 
 
 # one parsed input item: a record to label, or (kind set) one that cannot be labeled
-ITEM_SCHEMA = "file INT, line LONG, id STRING, abstract STRING, title STRING, label STRING, kind STRING, reason STRING"
+ITEM_SCHEMA = (
+    "file INT, line LONG, id STRING, abstract STRING, title STRING, label STRING, kind STRING, reason STRING, "
+    "number STRING"  # an OpenReview note's number (as text, like every column after line), for the rows
+)
 
-_ITEM_NAMES = ("file", "line", "id", "abstract", "title", "label", "kind", "reason")
+_ITEM_NAMES = ("file", "line", "id", "abstract", "title", "label", "kind", "reason", "number")
 
 _RAW_NAMES = ("file", "line", "data", *_ITEM_NAMES[2:])
 
@@ -182,11 +185,12 @@ def _item_tuple(index: int, item: Record | BadRecord | None) -> list[tuple]:
     if item is None:
         return []
     if isinstance(item, BadRecord):
-        return [(index, item.line, item.id, None, None, None, item.kind, item.reason)]
+        return [(index, item.line, item.id, None, None, None, item.kind, item.reason, None)]
+    number = None if item.number is None else str(item.number)
     too_big = over_limits(item)
     if too_big is not None:
-        return [(index, item.line, item.id, None, None, None, "rejected", too_big)]
-    return [(index, item.line, item.id, item.abstract, item.title, item.label, None, None)]
+        return [(index, item.line, item.id, None, None, None, "rejected", too_big, number)]
+    return [(index, item.line, item.id, item.abstract, item.title, item.label, None, None, number)]
 
 
 def plain_or_gz(path: Path) -> bool:
