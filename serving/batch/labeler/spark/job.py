@@ -9,7 +9,9 @@ process:
   Parquet is read by Spark and each row goes through ``ingest.record_from_mapping`` (same field rules as
   JSON/CSV, ``line`` = row number in the file). Layouts that are not line-oriented — the text dumps, CSV
   (quoted fields span lines) and a JSON array — are parsed on the driver by ``ingest.iter_records`` first and
-  handed to Spark.
+  handed to Spark through a Parquet file in ``OUT.partial`` written in bounded batches. The JVM never holds a
+  line over the limit: JSON lines are scanned on the driver first, and a file with over-long lines is split
+  by the driver (each long line a ``too-long`` error row, as the local engine has it).
 * Labeling. ``mlflow.pyfunc.spark_udf`` of THE registered pyfunc (``env_manager="local"``: the executors'
   Python is this interpreter, :mod:`.session`), downloaded once by the one model loader
   (:func:`papertrack.serving.model_loader.load_model`) so the alias cannot move mid-job. The pyfunc
@@ -22,7 +24,8 @@ process:
   rows by file then line), ``errors/part-*.jsonl`` (one row per record that could not be labeled, with the
   reason — never dropped), ``summary.json`` (``inputs = rows + errors`` is checked) and ``_SUCCESS``.
   Everything is written to ``OUT.partial`` first and renamed when complete; ``_SUCCESS`` comes last. A job
-  that fails removes ``OUT.partial``: nothing incomplete is ever left looking complete.
+  that fails removes ``OUT.partial``: nothing incomplete is ever left looking complete. A JVM that dies mid-job
+  is one ``SparkJvmDied`` line with its exit status or signal (the Py4J error is logged: ``-v``).
 """
 
 from __future__ import annotations
@@ -223,8 +226,8 @@ def _run(
     timings: dict[str, float],
 ) -> tuple[Counters, int]:
     """The job; ``timings`` gets the seconds of each step: read_on_driver (the JSON lines scanned, what the driver
-    reads written for Spark), plan (the model's UDF),
-    labels (read + parse + label + write: the work), errors, counts."""
+    reads written for Spark), plan (the model's UDF), labels (read + parse + label + write: the work), errors,
+    counts."""
     import mlflow.pyfunc
     from pyspark import StorageLevel
     from pyspark.sql import Observation
