@@ -62,6 +62,7 @@ from papertrack.serving.batch.labeler.spark.session import (
     SparkOptions,
     exit_text,
     jvm_exit_status,
+    py4j_errors_logged,
     spark_session,
     stop_session,
 )
@@ -116,6 +117,7 @@ def label_with_spark(
     store = store if isinstance(store, Store) else store()
     staging = partial_path(output)
     with (
+        py4j_errors_logged(),
         tempfile.TemporaryDirectory(prefix="papertrack-spark-model-") as model_dir,
         ThreadPoolExecutor(1, thread_name_prefix="papertrack-spark-start") as pool,
     ):

@@ -99,6 +99,29 @@ def spark_session(options: SparkOptions, environment: Mapping[str, str] | None =
     return spark
 
 
+class _Py4JRootRecords(logging.Filter):
+    """Py4J logs a lost connection on the root logger (``logging.exception``: a traceback on the console, e.g.
+    when the JVM died): such records go to papertrack's log at INFO instead (``--verbose`` shows them)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if f"{os.sep}py4j{os.sep}" not in record.pathname:
+            return True
+        log.info("Py4J: %s", record.getMessage(), exc_info=record.exc_info)
+        return False
+
+
+@contextmanager
+def py4j_errors_logged() -> Iterator[None]:
+    """Inside the block, Py4J's root-logger records are papertrack's INFO records (:class:`_Py4JRootRecords`)."""
+    root = logging.getLogger()
+    quiet = _Py4JRootRecords()
+    root.addFilter(quiet)
+    try:
+        yield
+    finally:
+        root.removeFilter(quiet)
+
+
 def _log_accumulator_error(request, client_address) -> None:
     log.info("PySpark's accumulator server lost the JVM's connection", exc_info=True)
 
