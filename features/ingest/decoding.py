@@ -78,6 +78,7 @@ _WIDE_BOMS = (
 )
 HEAD_CHARS = 64 * 1024  # how much text format detection looks at
 _BLOCK = 1 << 16  # bytes read at a time when streaming a file in blocks (a JSON array, an over-long line)
+_LINE_SCAN_BLOCK = 1 << 20  # bytes read at a time by scan_long_lines (at most max_line + 1)
 
 
 def _check_file(path: str | PathLike) -> None:
@@ -152,22 +153,83 @@ def read_lines(path: str | PathLike) -> Generator[tuple[int, str], None, None]:
     A line over ``InputLimits.max_line`` bytes is yielded as a ``LongLine`` holding its first characters
     only: the rest is read in blocks and dropped, so memory stays bounded whatever the line's length.
     """
+    for lineno, data, size in read_line_bytes(path):
+        if size is not None:
+            yield lineno, LongLine(data.decode("utf-8", "ignore"), size)
+        else:
+            yield lineno, decode_line(path, lineno, data).rstrip("\r\n")
+
+
+def read_line_bytes(path: str | PathLike) -> Generator[tuple[int, bytes, int | None], None, None]:
+    """Yield ``(line_number, data, size)`` for each line: its bytes with the line ending (LF; a CR before it is
+    kept) and ``size`` None, or, for a line over ``InputLimits.max_line`` bytes (not counting its LF), its first
+    ``HEAD_CHARS`` bytes and ``size`` = its length in bytes (LF included; the rest was read in blocks and
+    dropped). A leading UTF-8 BOM is dropped; a UTF-16/UTF-32 file is refused (``IngestError``).
+
+    The one rule of an over-long line: :func:`read_lines` decodes these lines, the Spark engine hands them to
+    its executors undecoded, and :func:`scan_long_lines` finds the same long lines at block speed.
+    """
     cap = limits().max_line
     with open_input(path) as stream:
         lineno = 0
         try:
-            while data := stream.readline(cap + 1):
+            # line 1 may start with a 3-byte BOM, which does not count
+            while data := stream.readline(cap + 1 + (len(UTF8_BOM) if lineno == 0 else 0)):
                 lineno += 1
                 if lineno == 1:
                     _refuse_wide_encoding(path, data)
                     data = data.removeprefix(UTF8_BOM)
-                if len(data) > cap and not data.endswith(b"\n"):
-                    size = len(data) + _skip_line(stream)
-                    yield lineno, LongLine(data[:HEAD_CHARS].decode("utf-8", "ignore"), size)
+                complete = data.endswith(b"\n")
+                if len(data) - complete > cap:
+                    size = len(data) + (0 if complete else _skip_line(stream))
+                    yield lineno, data[:HEAD_CHARS], size
                     continue
-                yield lineno, decode_line(path, lineno, data).rstrip("\r\n")
+                yield lineno, data, None
         except (OSError, EOFError, zlib.error) as exc:
             raise IngestError(path, lineno + 1, f"cannot read file: {exc}") from None
+
+
+def scan_long_lines(path: str | PathLike) -> list[tuple[int, int]]:
+    """``(line_number, size)`` of every line :func:`read_line_bytes` finds over ``InputLimits.max_line`` bytes,
+    found without splitting the file into lines: blocks of at most ``max_line + 1`` bytes are searched for
+    their first and last LF (so only a line that crosses a block boundary can be too long), at the speed of
+    reading (and decompressing) the file. The same ``IngestError`` as reading it: over ``max_bytes`` once
+    decompressed, a broken gzip stream, UTF-16/32. Memory: one block, and the list (at most
+    ``max_bytes / max_line`` entries)."""
+    cap = limits().max_line
+    block_size = min(_LINE_SCAN_BLOCK, cap + 1)
+    found: list[tuple[int, int]] = []
+    newlines = 0  # LFs before the current line
+    start = 0  # where the current line starts (bytes after the BOM)
+    offset = 0  # bytes read (after the BOM)
+    with open_input(path) as stream:
+        try:
+            first = True
+            while block := stream.read(block_size):
+                if first:
+                    first = False
+                    block = _first_block(path, block)
+                end = block.find(b"\n")
+                if end < 0:
+                    offset += len(block)
+                    continue
+                if offset + end - start > cap:  # the line ending in this block (not counting its LF)
+                    found.append((newlines + 1, offset + end - start + 1))
+                newlines += block.count(b"\n")
+                start = offset + block.rfind(b"\n") + 1
+                offset += len(block)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise IngestError(path, newlines + 1, f"cannot read file: {exc}") from None
+    if offset - start > cap:  # the last line, without a LF
+        found.append((newlines + 1, offset - start))
+    return found
+
+
+def _first_block(path: str | PathLike, block: bytes) -> bytes:
+    """The first block without its BOM, the wide encodings refused on its first line (as :func:`read_lines`)."""
+    end = block.find(b"\n")
+    _refuse_wide_encoding(path, block[: end + 1] if end >= 0 else block)
+    return block.removeprefix(UTF8_BOM)
 
 
 def _skip_line(stream: _Counted) -> int:

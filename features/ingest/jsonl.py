@@ -16,14 +16,14 @@ def read_jsonl(path: str | PathLike, labeled: bool | None) -> Iterator[Record | 
     source = display_name(path)
     for lineno, text in read_lines(path):
         if isinstance(text, LongLine):
-            yield _too_long_line(source, lineno, text.size)
+            yield too_long_line(source, lineno, text.size)
             continue
         item = json_line_record(text, source, lineno, labeled)
         if item is not None:
             yield item
 
 
-def _too_long_line(source: str, line: int, size: int) -> BadRecord:
+def too_long_line(source: str, line: int, size: int) -> BadRecord:
     cap = limits().max_line
     return BadRecord(
         source,

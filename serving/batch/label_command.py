@@ -136,19 +136,19 @@ def label(
         if unsupported:
             raise UsageError(f"{', '.join(unsupported)} cannot be used with --engine spark (errors go to OUT/errors/)")
         status(f"Labeling with {model} on Spark (master {master or 'default'})")
-        _print_summary(
-            label_with_spark(
-                dumps,
-                output,
-                model,
-                _store,
-                top_k=top_k or 3,
-                taxonomy=taxonomy,
-                fmt=fmt,
-                notice=note,
-                options=SparkOptions(master=master, partitions=partitions, conf=tuple(conf)),
-            )
+        result = label_with_spark(
+            dumps,
+            output,
+            model,
+            _store,
+            top_k=top_k or 3,
+            taxonomy=taxonomy,
+            fmt=fmt,
+            notice=note,
+            options=SparkOptions(master=master, partitions=partitions, conf=tuple(conf)),
         )
+        _print_summary(result)
+        _exit_when_records_failed(result)
         return
     if master or partitions or spark_conf:
         raise UsageError("--master, --partitions and --spark-conf need --engine spark")
@@ -188,6 +188,12 @@ def label(
         from papertrack.serving.batch.drift_report import report_run
 
         report_run(getattr(backend, "predictor", None), result.paths.output, dumps, fmt=fmt, say=say, note=note)
+    _exit_when_records_failed(result)
+
+
+def _exit_when_records_failed(result) -> None:
+    """Exit status 3 when records could not be labeled (a text dump's header paragraph does not count), on both
+    engines."""
     failed = result.counters.errors - result.counters.headers
     if failed:
         note(f"{failed:,} record(s) could not be labeled (reasons in {result.paths.errors}); exit status 3")

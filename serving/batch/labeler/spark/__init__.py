@@ -7,6 +7,6 @@
 """
 
 from papertrack.serving.batch.labeler.spark.job import SparkLabelResult, label_with_spark
-from papertrack.serving.batch.labeler.spark.session import SparkJobError, SparkOptions
+from papertrack.serving.batch.labeler.spark.session import SparkJobError, SparkJvmDied, SparkOptions
 
-__all__ = ["SparkJobError", "SparkLabelResult", "SparkOptions", "label_with_spark"]
+__all__ = ["SparkJobError", "SparkJvmDied", "SparkLabelResult", "SparkOptions", "label_with_spark"]

@@ -4,13 +4,24 @@ JSON lines (``.jsonl``/``.ndjson``, also ``.gz``) are split into lines and numbe
 after partitioning by the project's own parser (``ingest.json_line_record``), in parallel even for a ``.gz`` file.
 Parquet is read by Spark and each row goes through ``ingest.record_from_mapping``. Layouts that are not
 line-oriented (text dumps, CSV, a JSON array) are parsed on the driver by ``ingest.iter_records`` first.
+
+Held as the local engine holds them: the JVM never sees a line over the limit of one line. A JSON-lines file is
+scanned first on the driver (``ingest.scan_long_lines``: block by block, at the speed of reading it, with the
+local engine's size limit once decompressed); one that has over-long lines, or is gzip without the .gz name, is
+split into lines by the driver instead (the local engine's line reader), each long line one ``too-long`` item,
+the others parsed on the executors as above. What the driver reads (those lines, the parsed layouts) never
+stays whole in memory: it is written as it comes, in batches of at most ``DRIVER_BATCH_ROWS`` rows and
+``DRIVER_BATCH_BYTES`` bytes, to a Parquet file in the job's scratch folder, which Spark reads.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, detect_format, iter_records
+from papertrack.features.ingest.decoding import read_line_bytes, scan_long_lines
+from papertrack.features.ingest.jsonl import too_long_line
 from papertrack.serving.batch.labeler.backends import over_limits
 from papertrack.serving.model_loader import first_line
 
@@ -30,17 +41,24 @@ _RAW_NAMES = ("file", "line", "data", *_ITEM_NAMES[2:])
 # one input item before parsing: a JSON line's bytes (``data``), or an item parsed already (``data`` null)
 RAW_SCHEMA = "file INT, line LONG, data BINARY, " + ITEM_SCHEMA.removeprefix("file INT, line LONG, ")
 
+# what the driver holds of the items it reads before writing them for Spark (rows, and bytes of their text)
+DRIVER_BATCH_ROWS = 4_096
+DRIVER_BATCH_BYTES = 32 << 20
 
-def read_inputs(spark, inputs: list[Path], formats: list[str]):
-    """Every input as one frame of RAW_SCHEMA rows (``file`` = the input's index), each layout read its way."""
+
+def read_inputs(spark, inputs: list[Path], formats: list[str], scratch: Path):
+    """Every input as one frame of RAW_SCHEMA rows (``file`` = the input's index), each layout read its way;
+    ``scratch``: a folder the executors can read, for what the driver reads (removed by the caller)."""
     frames = []
     for index, (path, fmt) in enumerate(zip(inputs, formats)):
-        if fmt == "jsonl" and plain_or_gz(path):
+        if fmt == "jsonl" and plain_or_gz(path) and not scan_long_lines(path):
             frames.append(read_jsonl(spark, index, path))
+        elif fmt == "jsonl":  # over-long lines, or gzip not named .gz: split into lines here
+            frames.append(read_on_driver(spark, json_lines(index, path), scratch / f"input-{index}.parquet"))
         elif fmt == PARQUET:
             frames.append(read_parquet(spark, index, path))
         else:
-            frames.append(read_on_driver(spark, index, path, fmt))
+            frames.append(read_on_driver(spark, parsed_items(index, path, fmt), scratch / f"input-{index}.parquet"))
     raw = frames[0]
     for frame in frames[1:]:
         raw = raw.unionByName(frame)
@@ -81,10 +99,15 @@ def read_jsonl(spark, index: int, path: Path):
 
     # the raw bytes of each line (a line that is not UTF-8 is an error row, not silently replaced), its split
     # and its position: monotonically_increasing_id() = (split << 33) + position in the split
-    lines = spark.read.text(path.resolve().as_uri()).select(
-        F.col("value").cast("binary").alias("data"),
-        F.spark_partition_id().alias("split"),
-        F.monotonically_increasing_id().alias("position"),
+    # lines end at LF only, as the local engine's reader splits them (Hadoop's default also ends one at a lone CR)
+    lines = (
+        spark.read.option("lineSep", "\n")
+        .text(path.resolve().as_uri())
+        .select(
+            F.col("value").cast("binary").alias("data"),
+            F.spark_partition_id().alias("split"),
+            F.monotonically_increasing_id().alias("position"),
+        )
     )
     # Hadoop reads a .gz file as one split (gzip cannot be split; plain_or_gz checked it is gzip)
     offsets = [0] if path.name.lower().endswith(".gz") else _split_offsets(lines)
@@ -136,10 +159,50 @@ def read_parquet(spark, index: int, path: Path):
     return frame.mapInArrow(parse, RAW_SCHEMA)
 
 
-def read_on_driver(spark, index: int, path: Path, fmt: str):
-    """Layouts that are not line-oriented: the project's parser on the driver, then handed to Spark."""
-    items = [t for item in iter_records(path, fmt, labeled=None) for t in _item_tuple(index, item)]
-    return spark.createDataFrame([_raw(t) for t in items], RAW_SCHEMA)
+def json_lines(index: int, path: Path) -> Iterator[tuple]:
+    """The RAW_SCHEMA rows of a JSON-lines file split by the local engine's line reader: each line's bytes, to
+    parse on the executors, or a ``too-long`` item for a line over the limit (never held whole)."""
+    source = str(path)
+    for line, data, size in read_line_bytes(path):
+        if size is None:
+            yield (index, line, data, None, None, None, None, None, None)
+        else:
+            yield from (_raw(t) for t in _item_tuple(index, too_long_line(source, line, size)))
+
+
+def parsed_items(index: int, path: Path, fmt: str) -> Iterator[tuple]:
+    """The RAW_SCHEMA rows of a layout that is not line-oriented, parsed by the project's reader."""
+    for item in iter_records(path, fmt, labeled=None):
+        yield from (_raw(t) for t in _item_tuple(index, item))
+
+
+def read_on_driver(spark, rows: Iterable[tuple], target: Path):
+    """RAW_SCHEMA ``rows`` read on the driver, written to the Parquet file ``target`` as they come, in batches
+    of at most DRIVER_BATCH_ROWS rows and DRIVER_BATCH_BYTES bytes (one row group each), then read by Spark."""
+    import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with pq.ParquetWriter(target, _arrow_schema(raw=True)) as writer:
+        for batch in _batches(rows, DRIVER_BATCH_ROWS, DRIVER_BATCH_BYTES):
+            writer.write_batch(_raw_arrow_batch(batch))
+    frame = spark.read.parquet(target.resolve().as_uri())
+    return frame.select(*[F.col(name) for name in _RAW_NAMES])
+
+
+def _batches(rows: Iterable[tuple], most_rows: int, most_bytes: int) -> Iterator[list[tuple]]:
+    """``rows`` in lists of at most ``most_rows`` rows and about ``most_bytes`` bytes of values (one row may
+    pass it alone: a line or record is bounded by the readers' limits)."""
+    batch: list[tuple] = []
+    size = 0
+    for row in rows:
+        batch.append(row)
+        size += sum(len(value) for value in row[2:] if value is not None)
+        if len(batch) >= most_rows or size >= most_bytes:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def parse_function(sources: list[str]):
@@ -166,16 +229,29 @@ def _raw(item: tuple) -> tuple:
     return item[:2] + (None,) + item[2:]
 
 
-def _arrow_batch(items: list[tuple], raw: bool = False):
-    """ITEM_SCHEMA tuples as one Arrow record batch (of RAW_SCHEMA, with no ``data``, when ``raw``)."""
+def _arrow_schema(raw: bool):
     import pyarrow as pa
 
     fields = [("file", pa.int32()), ("line", pa.int64()), *[(n, pa.string()) for n in _ITEM_NAMES[2:]]]
     if raw:
-        items = [_raw(t) for t in items]
         fields.insert(2, ("data", pa.binary()))
-    schema = pa.schema(fields)
-    columns = list(zip(*items)) if items else [[] for _ in fields]
+    return pa.schema(fields)
+
+
+def _arrow_batch(items: list[tuple], raw: bool = False):
+    """ITEM_SCHEMA tuples as one Arrow record batch (of RAW_SCHEMA, with no ``data``, when ``raw``)."""
+    return _raw_arrow_batch([_raw(t) for t in items]) if raw else _columns(items, _arrow_schema(raw=False))
+
+
+def _raw_arrow_batch(rows: list[tuple]):
+    """RAW_SCHEMA tuples as one Arrow record batch."""
+    return _columns(rows, _arrow_schema(raw=True))
+
+
+def _columns(rows: list[tuple], schema):
+    import pyarrow as pa
+
+    columns: list = list(zip(*rows)) if rows else [[] for _ in schema]
     return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema)], schema=schema)
 
 

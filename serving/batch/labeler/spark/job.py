@@ -9,7 +9,9 @@ process:
   Parquet is read by Spark and each row goes through ``ingest.record_from_mapping`` (same field rules as
   JSON/CSV, ``line`` = row number in the file). Layouts that are not line-oriented — the text dumps, CSV
   (quoted fields span lines) and a JSON array — are parsed on the driver by ``ingest.iter_records`` first and
-  handed to Spark.
+  handed to Spark through a Parquet file in ``OUT.partial`` written in bounded batches. The JVM never holds a
+  line over the limit: JSON lines are scanned on the driver first, and a file with over-long lines is split
+  by the driver (each long line a ``too-long`` error row, as the local engine has it).
 * Labeling. ``mlflow.pyfunc.spark_udf`` of THE registered pyfunc (``env_manager="local"``: the executors'
   Python is this interpreter, :mod:`.session`), downloaded once by the one model loader
   (:func:`papertrack.serving.model_loader.load_model`) so the alias cannot move mid-job. The pyfunc
@@ -22,7 +24,8 @@ process:
   rows by file then line), ``errors/part-*.jsonl`` (one row per record that could not be labeled, with the
   reason — never dropped), ``summary.json`` (``inputs = rows + errors`` is checked) and ``_SUCCESS``.
   Everything is written to ``OUT.partial`` first and renamed when complete; ``_SUCCESS`` comes last. A job
-  that fails removes ``OUT.partial``: nothing incomplete is ever left looking complete.
+  that fails removes ``OUT.partial``: nothing incomplete is ever left looking complete. A JVM that dies mid-job
+  is one ``SparkJvmDied`` line with its exit status or signal (the Py4J error is logged: ``-v``).
 """
 
 from __future__ import annotations
@@ -53,13 +56,26 @@ from papertrack.serving.batch.labeler.spark.arrow_rows import (
     rows_function,
 )
 from papertrack.serving.batch.labeler.spark.inputs import ITEM_SCHEMA, input_format, parse_function, read_inputs
-from papertrack.serving.batch.labeler.spark.session import SparkJobError, SparkOptions, spark_session
+from papertrack.serving.batch.labeler.spark.session import (
+    SparkJobError,
+    SparkJvmDied,
+    SparkOptions,
+    exit_text,
+    jvm_exit_status,
+    py4j_errors_logged,
+    spark_session,
+    stop_session,
+)
 from papertrack.serving.model_loader import load_model
 from papertrack.store import Store
 
+log = logging.getLogger(__name__)
+
 SUCCESS = "_SUCCESS"
 SUMMARY = "summary.json"
+SCRATCH = "driver-inputs"  # in OUT.partial: what the driver read, for the executors (removed before the rename)
 DEFAULT_OPTIONS = SparkOptions()
+JVM_EXIT_WAIT = 5.0  # seconds for a JVM that lost its connection or its SparkContext to exit (its status)
 
 
 @dataclass
@@ -101,6 +117,7 @@ def label_with_spark(
     store = store if isinstance(store, Store) else store()
     staging = partial_path(output)
     with (
+        py4j_errors_logged(),
         tempfile.TemporaryDirectory(prefix="papertrack-spark-model-") as model_dir,
         ThreadPoolExecutor(1, thread_name_prefix="papertrack-spark-start") as pool,
     ):
@@ -114,7 +131,7 @@ def label_with_spark(
                 )
         except BaseException:
             if starting.exception() is None:
-                starting.result()[0].stop()
+                stop_session(starting.result()[0])
             raise
         spark, seconds = starting.result()
         timings = {"spark_start": seconds}
@@ -149,9 +166,15 @@ def label_with_spark(
             shutil.rmtree(staging, ignore_errors=True)
             if isinstance(exc, PapertrackError) or not isinstance(exc, Exception):
                 raise
+            log.info("the Spark job failed", exc_info=exc)  # the whole Py4J/JVM error with --verbose
+            status = jvm_exit_status(wait=JVM_EXIT_WAIT if _jvm_lost(exc) else 0)
+            if status is not None:
+                raise SparkJvmDied(
+                    f"the Spark JVM died, {exit_text(status)}; nothing was written to {output} (-v shows Spark's error)"
+                ) from None
             raise SparkJobError(f"the Spark job failed: {_job_error(exc)}") from None
         finally:
-            spark.stop()
+            stop_session(spark)
     paths = Paths(output / "labels", output / "errors")
     return SparkLabelResult(
         counters,
@@ -204,8 +227,9 @@ def _run(
     options: SparkOptions,
     timings: dict[str, float],
 ) -> tuple[Counters, int]:
-    """The job; ``timings`` gets the seconds of each step: plan (reading the inputs' layout, the model's UDF),
-    labels (read + parse + label + write: the work), errors, counts."""
+    """The job; ``timings`` gets the seconds of each step: read_on_driver (the JSON lines scanned, what the driver
+    reads written for Spark), plan (the model's UDF), labels (read + parse + label + write: the work), errors,
+    counts."""
     import mlflow.pyfunc
     from pyspark import StorageLevel
     from pyspark.sql import Observation
@@ -215,7 +239,9 @@ def _run(
 
     step = _steps(timings)
     sources = [str(p) for p in inputs]
-    raw = read_inputs(spark, inputs, formats)
+    scratch = staging / SCRATCH
+    raw = read_inputs(spark, inputs, formats, scratch)
+    step("read_on_driver")  # the JSON lines scanned for over-long lines, what the driver parses written for Spark
     partitions = options.partitions or spark.sparkContext.defaultParallelism
     # range-partitioned by (file, line) before parsing: the JSON lines are parsed in parallel even when they
     # come from one split (a .gz file), and the part files come out in input order
@@ -290,6 +316,7 @@ def _run(
         headers=seen["headers"],
     )
     items.unpersist()
+    shutil.rmtree(scratch, ignore_errors=True)
     step("counts")
     if counters.inputs != counters.rows + counters.errors:  # pragma: no cover - a bug, never data
         raise LabelError(f"count mismatch: {counters.inputs} inputs != {counters.rows} rows + {counters.errors} errors")
@@ -325,6 +352,14 @@ def _rename_parts(folder: Path, old: str, new: str) -> None:
         crc.unlink()
     for part in folder.glob(f"part-*{old}"):
         part.rename(part.with_name(part.name[: -len(old)] + new))
+
+
+def _jvm_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` says the JVM is going or gone: Py4J lost its connection, or Spark shut the context down
+    (what its handler of a fatal error, e.g. out of memory, does before the JVM exits)."""
+    from py4j.protocol import Py4JNetworkError
+
+    return isinstance(exc, (Py4JNetworkError, ConnectionError)) or "SparkContext was shut down" in str(exc)
 
 
 def _job_error(exc: BaseException) -> str:
