@@ -112,6 +112,12 @@ def test_an_oversized_body_gets_413_json_before_it_is_read(tmp_path):
         assert_error_shape(response, 502)
 
 
+def test_a_body_in_an_unknown_transfer_encoding_gets_501_json(tmp_path):
+    with nginx(tmp_path / "nginx", nothing_listens()) as proxy:
+        sock = raw_request(proxy["port"], "POST /predict HTTP/1.1\nHost: 127.0.0.1\nTransfer-Encoding: gzip\n", b"abc")
+        assert "Transfer-Encoding" in assert_error_shape(read_answer(sock), 501)["error"]
+
+
 def test_too_many_requests_from_one_client_get_429_json(tmp_path):
     """The request rate per client (lowered here from 50/s and a burst of 100 to 1/s and a burst of 5)."""
     changes = {"rate=50r/s": "rate=1r/s", "burst=100": "burst=5"}
