@@ -195,9 +195,10 @@ def test_a_stalled_request_is_cut_off_by_nginx_and_never_reaches_the_service(ser
 
 
 def test_slow_uploaders_do_not_hold_the_service_a_real_dump_is_answered(server, tmp_path):
-    """Four uploaders trickle their /parse_dump (a byte every 0.5 s: within the timeout, so they stay) — a
-    one-record dump sent meanwhile is answered at once: nginx holds the trickles until their bodies are whole,
-    so they never take the service's one-dump-at-a-time turn (they held it 58 s without a proxy, issue 34)."""
+    """Four uploaders trickle their /parse_dump (a byte every 0.5 s: within the timeout, so they stay): nginx has
+    not even opened a connection to the service for them (it holds a body until it is whole), so they never take
+    the service's one-dump-at-a-time turn (they held it 58 s without a proxy, issue 34), and a one-record dump
+    sent meanwhile is answered at once."""
     dump = b'{"abstract": "' + ABSTRACTS[0].encode() + b'"}\n'
     with nginx(tmp_path / "nginx", upstream_port(server)) as proxy:
         head = "POST /parse_dump?filename=slow.jsonl HTTP/1.1\nHost: 127.0.0.1\nContent-Length: 100000\n"
@@ -213,6 +214,7 @@ def test_slow_uploaders_do_not_hold_the_service_a_real_dump_is_answered(server, 
         thread.start()
         try:
             time.sleep(1.5)
+            assert connections_to(proxy["proc"].pid, upstream_port(server)) == 0
             started = time.monotonic()
             response = httpx.post(f"{proxy['url']}/parse_dump?filename=one.jsonl", content=dump, timeout=30)
             took = time.monotonic() - started
@@ -224,6 +226,18 @@ def test_slow_uploaders_do_not_hold_the_service_a_real_dump_is_answered(server, 
     assert response.status_code == 200, response.text
     assert [p["abstract"] for p in response.json()["papers"]] == [ABSTRACTS[0]]
     assert took < 10
+
+
+def connections_to(nginx_pid: int, port: int) -> int:
+    """Connections nginx's workers hold to ``port`` on 127.0.0.1."""
+    import psutil
+
+    return sum(
+        1
+        for worker in psutil.Process(nginx_pid).children()
+        for connection in worker.net_connections(kind="tcp")
+        if connection.raddr and connection.raddr.port == port
+    )
 
 
 def rss_mib(root: int) -> float:
