@@ -183,6 +183,8 @@ def test_a_stalled_request_is_cut_off_by_nginx_and_never_reaches_the_service(ser
             raw_request(port, "POST /predict HTTP/1.1\nHost: 127.0.0.1\nContent-Type: application/json\nX-Pad: abc")
             for _ in range(4)
         ] + [raw_request(port, json_head("/predict", len(body)), body[:20]) for _ in range(4)]
+        time.sleep(0.3)
+        assert connections_to(proxy["proc"].pid, upstream_port(server)) == 0  # nothing of them reached the service
         healthz = httpx.get(f"{proxy['url']}/healthz", timeout=5)
         assert healthz.status_code == 200
         for sock in stalled:
