@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import threading
 import time
 from contextlib import ExitStack
@@ -23,6 +24,7 @@ import httpx
 import pytest
 
 from tests.reverse_proxy import (
+    CONF,
     NGINX,
     as_response,
     json_head,
@@ -65,6 +67,18 @@ def assert_error_shape(response: httpx.Response, status: int) -> dict:
 
 
 # --------------------------------------------------------------------------- nginx alone (no service needed)
+
+
+def test_the_shipped_file_as_it_is_passes_nginx_t(tmp_path):
+    """deploy/nginx.conf unchanged, run the documented way (`-p DIR -c FILE -e error.log`): valid, and what it
+    writes goes under the prefix."""
+    prefix = tmp_path / "prefix"
+    prefix.mkdir()
+    checked = subprocess.run(
+        [str(NGINX), "-t", "-p", str(prefix), "-c", str(CONF), "-e", "error.log"], capture_output=True, text=True
+    )
+    assert checked.returncode == 0 and "test is successful" in checked.stderr, checked.stderr
+    assert {p.name for p in prefix.iterdir()} >= {"error.log", "client_body_temp", "proxy_temp"}
 
 
 def test_an_unknown_host_is_refused_with_json_and_the_published_names_pass(tmp_path):
