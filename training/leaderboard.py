@@ -118,22 +118,48 @@ def sweeps(store: Store, max_results: int = 50) -> pd.DataFrame:
     return search_runs(store, experiment.experiment_id, "tags.`papertrack.kind` = 'sweep'", max_results=max_results)
 
 
+def _with_abandoned(found: pd.DataFrame) -> pd.DataFrame:
+    """``found`` with ``abandoned``: RUNNING, but the process that ran it (the sweep's ``owner`` tag) has ended — a
+    train killed, or stopped by a full disk, before it could mark its run FAILED. Such a sweep is read as failed."""
+    from papertrack.registry import OWNER_TAG, owner_gone
+
+    owners = found.get(f"tags.{OWNER_TAG}")
+    found = found.copy()
+    found["abandoned"] = [
+        status == RUNNING and owners is not None and isinstance(owners.iloc[i], str) and owner_gone(owners.iloc[i])
+        for i, status in enumerate(found["status"])
+    ]
+    return found
+
+
 def last_finished_sweep(store: Store) -> str | None:
-    """The run id of the newest sweep that is not running (a FINISHED one first), None when there is none: while a
-    ``train`` runs, its sweep has no finished candidates yet, and the board shows the one before."""
+    """The run id of the newest FINISHED sweep, None when there is none: while a ``train`` runs, its sweep has no
+    finished candidates yet, and after one failed, its runs are partial: the board shows the last finished one."""
     found = sweeps(store)
     if found.empty:
         return None
-    done = found[found["status"] != RUNNING]
-    finished = done[done["status"] == "FINISHED"]
-    chosen = finished if not finished.empty else done
-    return None if chosen.empty else str(chosen.iloc[0]["run_id"])
+    finished = found[found["status"] == "FINISHED"]
+    return None if finished.empty else str(finished.iloc[0]["run_id"])
 
 
 def running_sweeps(store: Store) -> pd.DataFrame:
-    """The sweeps whose run is still RUNNING (a ``train`` in progress, or one killed without ending its run)."""
+    """The sweeps whose run is RUNNING and whose process is alive (or cannot be told: another host, no owner)."""
     found = sweeps(store)
-    return found if found.empty else found[found["status"] == RUNNING].reset_index(drop=True)
+    if found.empty:
+        return found
+    found = _with_abandoned(found)
+    return found[(found["status"] == RUNNING) & ~found["abandoned"]].reset_index(drop=True)
+
+
+def failed_sweeps(store: Store) -> pd.DataFrame:
+    """The sweeps newer than the last finished one that failed: ended FAILED, or abandoned while RUNNING."""
+    found = sweeps(store)
+    if found.empty:
+        return found
+    found = _with_abandoned(found)
+    finished = found.index[found["status"] == "FINISHED"]
+    newer = found.iloc[: finished[0]] if len(finished) else found
+    return newer[(newer["status"] == "FAILED") | newer["abandoned"]].reset_index(drop=True)
 
 
 def runs_by_id(store: Store, run_ids: list[str]) -> pd.DataFrame:

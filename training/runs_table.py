@@ -125,14 +125,26 @@ def runs_table(
 
 
 def running_note(store: Store) -> str:
-    """ "a sweep is running (started 22:41 UTC, 3 min ago; parent run 0613b704)" for each RUNNING sweep, else ""."""
-    from papertrack.training.leaderboard import running_sweeps
+    """ "a sweep is running (started 22:41 UTC, 3 min ago; parent run 0613b704)" for each RUNNING sweep, and "a
+    later sweep failed (…)" for the sweeps after the last finished one that failed, else ""."""
+    from papertrack.training.leaderboard import failed_sweeps, running_sweeps
 
+    notes = []
+    failed = failed_sweeps(store)
+    if not failed.empty:
+        newest = failed.iloc[0]
+        notes.append(
+            f"a later sweep failed (started {newest['start_time'].to_pydatetime():%Y-%m-%d %H:%M} UTC; run "
+            f"{str(newest['run_id'])[:8]}): shown is the last finished sweep"
+        )
     found = running_sweeps(store)
     if found.empty:
-        return ""
+        return "; ".join(notes)
     newest = found.iloc[0]
     started = newest["start_time"].to_pydatetime()
     minutes = max(0, int((datetime.now(UTC) - started).total_seconds() // 60))
     more = f" ({len(found) - 1} more sweep run(s) still marked running)" if len(found) > 1 else ""
-    return f"a sweep is running (started {started:%H:%M} UTC, {minutes} min ago; run {str(newest['run_id'])[:8]}){more}"
+    running = (
+        f"a sweep is running (started {started:%H:%M} UTC, {minutes} min ago; run {str(newest['run_id'])[:8]}){more}"
+    )
+    return "; ".join([*notes, running])

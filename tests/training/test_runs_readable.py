@@ -123,3 +123,31 @@ def test_runs_while_the_first_sweep_runs_says_so_instead_of_train_first(tmp_path
     opened.client().create_run(opened.experiment().experiment_id, tags={"papertrack.kind": "sweep"})
     text = " ".join(" ".join(_runs(monkeypatch)).split())
     assert "a sweep is running" in text and "no sweep has finished yet" in text and "train first" not in text
+
+
+def test_a_later_failed_or_abandoned_sweep_is_named_and_the_last_finished_one_shown(store_with_sweeps, monkeypatch):
+    """A sweep that ended FAILED, or that stayed RUNNING after its process ended (killed, disk full), is not 'running':
+    runs shows the last finished sweep and says a later one failed."""
+    import socket
+    import subprocess
+    import sys
+
+    import psutil
+
+    from papertrack import registry, store
+
+    opened = store.open()
+    client, experiment_id = opened.client(), opened.experiment().experiment_id
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone = f"{child.pid}@{socket.gethostname()} started {psutil.Process(child.pid).create_time():.2f}"
+    child.wait()
+    for run in client.search_runs(
+        [experiment_id], "tags.`papertrack.kind` = 'sweep' and attributes.status = 'RUNNING'"
+    ):
+        client.set_tag(run.info.run_id, registry.OWNER_TAG, gone)  # sweep-3: its train was killed
+    failed = client.create_run(experiment_id, tags={"papertrack.kind": "sweep"}, run_name="sweep-4").info.run_id
+    client.set_terminated(failed, "FAILED")
+    text = " ".join(" ".join(_runs(monkeypatch)).split())
+    assert "a later sweep failed (started " in text and f"run {failed[:8]}" in text
+    assert "a sweep is running" not in text
+    assert all(name in text for name in LONG_NAMES)  # sweep-2, the last finished one
