@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -377,7 +378,7 @@ def log_model(store: Store, winner: CandidateResult, refit: Refit, data: Trainin
         artifact_extras.log_calibration(run, head.confidence, head.held_out[0], head.held_out[1], taxonomy_slug(name))
     with tempfile.TemporaryDirectory() as tmp:
         artifacts = refit.predictor.save_artifacts(Path(tmp))  # the pickled predictor and its manifest
-        with using(store), mlflow.start_run(run_id=winner.run_id):
+        with using(store), mlflow.start_run(run_id=winner.run_id), _no_partial_model(store, winner.run_id):
             logged = mlflow.pyfunc.log_model(
                 name="model",
                 python_model=PaperTrackModel(),
@@ -388,6 +389,35 @@ def log_model(store: Store, winner: CandidateResult, refit: Refit, data: Trainin
             )
     run.tags({"refit": "all data", manifest.FILES_TAG: json.dumps(logged_files(store, logged.model_uri))})
     return logged.model_uri
+
+
+@contextmanager
+def _no_partial_model(store: Store, run_id: str) -> Iterator[None]:
+    """A model whose logging fails part-way (a full disk, Ctrl-C) leaves nothing behind: its partly copied files
+    (a truncated ``predictor.pkl``) are removed and the logged model deleted, before the failure goes on."""
+    try:
+        yield
+    except BaseException:
+        client = store.client()
+        try:
+            experiment = open_experiment(store).experiment_id
+            for model in client.search_logged_models([experiment], filter_string=f"source_run_id = '{run_id}'"):
+                if str(model.status) != "READY" and not str(model.status).endswith(".READY"):
+                    _remove_local(model.artifact_location)
+                    client.delete_logged_model(model.model_id)
+        except Exception:  # best effort: the original failure is what the user must see
+            pass
+        raise
+
+
+def _remove_local(uri: str) -> None:
+    import shutil
+    from urllib.parse import urlparse
+    from urllib.request import url2pathname
+
+    parsed = urlparse(uri)
+    if parsed.scheme in ("file", ""):
+        shutil.rmtree(url2pathname(parsed.path), ignore_errors=True)
 
 
 def logged_files(store: Store, model_uri: str) -> dict[str, str]:

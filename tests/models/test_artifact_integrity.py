@@ -381,3 +381,41 @@ def test_a_model_folder_given_as_a_path_never_unpickles_its_wrapper(registered, 
     result = label(tmp_path, "--model", str(folder))
     assert result.exit_code == 0, result.output
     assert not mark.exists()
+
+
+def test_a_model_whose_logging_fails_part_way_leaves_no_files(predictor, tmp_path, monkeypatch):
+    """The disk fills while the model's files are copied into the store: the failure goes on (one error line at
+    the CLI), and no truncated predictor.pkl or half-logged model is left in the store."""
+    import errno
+
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    from papertrack import store
+    from papertrack.models.artifact import PaperTrackModel, signature
+    from papertrack.training.sweep_logging import _no_partial_model
+
+    monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
+    mine = store.open()
+    original = MlflowClient.log_model_artifacts
+
+    def disk_full(self, model_id, local_dir):
+        original(self, model_id, local_dir)  # the files land, then one is cut short by the full disk
+        (stored,) = (tmp_path / "home").rglob("predictor.pkl")
+        truncate(stored)
+        raise OSError(errno.ENOSPC, "No space left on device", str(stored))
+
+    monkeypatch.setattr(MlflowClient, "log_model_artifacts", disk_full)
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    with store.using(mine), mlflow.start_run(experiment_id=mine.experiment().experiment_id) as run:
+        with pytest.raises(OSError, match="No space left"), _no_partial_model(mine, run.info.run_id):
+            mlflow.pyfunc.log_model(
+                name="model",
+                python_model=PaperTrackModel(),
+                artifacts=predictor.save_artifacts(staging),
+                signature=signature(),
+            )
+    assert list((tmp_path / "home").rglob("predictor.pkl")) == []
+    experiment = mine.experiment().experiment_id
+    assert mine.client().search_logged_models([experiment]) == []
