@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from pydantic import BaseModel, Field
-from starlette.responses import Response
 
 from papertrack.models.explain import DEFAULT_TERMS, explain  # noqa: F401 - the service calls it from here
 from papertrack.models.neighbors import DEFAULT_NEIGHBORS
+from papertrack.serving.http.error_answers import BadRequest
 from papertrack.serving.http.schemas import ModelInfo, PaperResult, PredictRequest
 
 MAX_NEIGHBORS = 50
@@ -93,13 +93,13 @@ def bounded(explanation: dict) -> dict:
     return explanation
 
 
-def too_many_terms(top_k: int, terms: int) -> Response:
+def check_terms(top_k: int, terms: int) -> None:
     """The 400 for ``top_k × terms`` over ``MAX_EXPLAINED_TERMS``."""
-    from papertrack.serving.http.error_answers import error_body
-
+    if top_k * terms <= MAX_EXPLAINED_TERMS:
+        return
     message = (
         f"top_k × terms must be at most {MAX_EXPLAINED_TERMS:,}, got {top_k} × {terms} = {top_k * terms:,}: "
         f"ask for fewer tracks or fewer terms per track"
     )
     detail = [{"type": "less_than_equal", "loc": ["terms"], "msg": message}]
-    return Response(error_body(f"invalid request: {message}", detail), status_code=400, media_type="application/json")
+    raise BadRequest(f"invalid request: {message}", detail)
