@@ -272,3 +272,18 @@ def test_serve_on_a_busy_port_is_one_error_line(tmp_path):
     assert "Serving" not in result.stdout and "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: port {port} on 127.0.0.1 is in use; pass --port"), lines
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.7", "::"])
+def test_serve_on_another_interface_says_to_put_the_proxy_in_front_first(host, tmp_path, monkeypatch):
+    """Binding anything but loopback is refused before anything else happens (no store is opened, no port
+    probed): the service leaves slow clients, body sizes and buffering to the reverse proxy."""
+    from typer.testing import CliRunner
+
+    from papertrack.cli import app
+
+    monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "no-store"))
+    result = CliRunner().invoke(app, ["serve", "--host", host])
+    assert result.exit_code == 2, result.output
+    assert "deploy/nginx.conf" in result.output and "--behind-proxy" in result.output
+    assert not (tmp_path / "no-store").exists()
