@@ -10,6 +10,7 @@ written where the error is found — never by rewriting another layer's answer.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable
 
@@ -17,6 +18,8 @@ from fastapi import FastAPI, Request
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+
+logger = logging.getLogger("bentoml.papertrack")  # under "bentoml": shown in the server log
 
 
 def error_body(status_message: str, detail: list | None = None) -> bytes:
@@ -126,9 +129,18 @@ def invalid_request(error: ValidationError, body: bytes) -> BadRequest:
     return BadRequest(explain(detail), detail)
 
 
+class ClientGone(Exception):
+    """The client closed the connection before its request body was read whole."""
+
+
 def install(app: FastAPI) -> None:
     """The app's 4xx answers in the service's shape: :class:`BadRequest`, and Starlette's 404/405 (the
-    ``Allow`` header kept)."""
+    ``Allow`` header kept); :class:`ClientGone`: one line in the log (no traceback)."""
+
+    @app.exception_handler(ClientGone)
+    async def client_gone(request: Request, exc: ClientGone) -> Response:
+        logger.info("client left before sending the whole body of %s %s", request.method, request.url.path)
+        return Response(status_code=400)  # nobody reads it
 
     @app.exception_handler(BadRequest)
     async def bad_request(request: Request, exc: BadRequest) -> Response:

@@ -12,8 +12,8 @@ the reverse proxy of ``deploy/nginx.conf`` (slow clients, body size, buffering, 
 
 The endpoints are routes of one FastAPI app mounted on the service (``@bentoml.asgi_app``, BentoML's public way
 to add routes): each reads its JSON body (:func:`read_json_body`: Content-Type, size), then validates, predicts
-and writes the answer's JSON in the worker's thread pool (``THREADS`` threads, BentoML's ``threads`` setting), so
-the event loop keeps accepting requests and answering ``/healthz`` whatever the request costs. A refused request
+and writes the answer's JSON in a worker thread (at most ``THREADS`` at once, the service's ``threads`` setting),
+so the event loop keeps accepting requests and answering ``/healthz`` whatever the request costs. A refused request
 is a :class:`~.error_answers.BadRequest`, answered by the app's exception handler in the service's error shape.
 Answers come from :meth:`TrackPredictor.predict` of the loaded pyfunc's predictor — the same artifact and logic
 as ``mlflow.pyfunc.load_model(...).predict``, without pandas and MLflow schema enforcement on the hot path.
@@ -25,7 +25,6 @@ import gc
 import json
 import logging
 from collections.abc import Callable
-from typing import TypeVar
 
 import anyio
 import attrs
@@ -33,8 +32,7 @@ import bentoml
 from bentoml.exceptions import BentoMLException
 from bentoml.models import BentoModel
 from fastapi import FastAPI, Request
-from pydantic import BaseModel, ValidationError
-from starlette.requests import ClientDisconnect
+from pydantic import BaseModel
 from starlette.responses import Response
 from threadpoolctl import threadpool_limits
 
@@ -42,16 +40,15 @@ from papertrack import settings
 from papertrack.errors import NoModelError, UsageError
 from papertrack.models.request import PredictRequest, TopKError
 from papertrack.serving.http import bento_store, error_answers, explain_api, openapi, page, schemas
+from papertrack.serving.http.bodies import read_json_body, validated
 from papertrack.serving.http.drift_api import DriftRequest
-from papertrack.serving.http.error_answers import BadRequest, invalid_request
+from papertrack.serving.http.error_answers import BadRequest
 from papertrack.serving.http.middleware import OriginGuard, SpecRoute, UnknownPaths
 
 logger = logging.getLogger("bentoml.papertrack")  # under "bentoml": shown in the server log
 THREADS = 1
 """Threads per worker that validate, predict and write answers (one: the model is CPU-bound and a worker has one
 core's worth of it; the event loop stays free to read requests and answer /healthz)."""
-MAX_BODY_BYTES = 32 * 1024 * 1024
-"""Largest request body accepted (bytes): enough for ``MAX_BATCH`` long abstracts."""
 
 settings.quiet_third_parties()
 
@@ -81,60 +78,8 @@ class LocalBentoModel(BentoModel):
 
 
 app = FastAPI(title="papertrack", docs_url=None, redoc_url=None, openapi_url=None)
-error_answers.install(app)  # 400/404/405/413/415 in the service's error shape
+error_answers.install(app)  # 400/404/405/413/415 in the service's error shape; an aborted upload: one log line
 page.install(app)  # GET / (the page), GET /docs (OpenAPI page), POST /parse_dump
-
-
-class ClientGone(Exception):
-    """The client closed the connection before its request body was read whole."""
-
-
-@app.exception_handler(ClientGone)
-async def _client_gone(request: Request, exc: ClientGone) -> Response:
-    logger.info("client left before sending the whole body of %s %s", request.method, request.url.path)
-    return Response(status_code=400)  # nobody reads it
-
-
-async def read_json_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
-    """The request's body: JSON (else 415), at most ``limit`` bytes (else 413, before reading it when the
-    Content-Length says so), ``{}`` when empty."""
-    content_type = request.headers.get("content-type")
-    media_type = content_type.split(";", 1)[0].strip().lower() if content_type is not None else None
-    if media_type != "application/json":
-        what = f"unsupported Content-Type {content_type!r}" if content_type is not None else "no Content-Type"
-        raise BadRequest(f"{what}: send the body as JSON with the header 'Content-Type: application/json'", status=415)
-    length = request.headers.get("content-length")
-    if length is not None:
-        if not length.isascii() or not length.isdigit():
-            raise BadRequest("invalid Content-Length header")
-        if int(length) > limit:
-            raise BadRequest(
-                f"request body is {int(length):,} bytes; the limit is {limit:,} bytes. "
-                f"Send fewer papers per request (or use `papertrack label` for dumps).",
-                status=413,
-            )
-    body = bytearray()
-    try:
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > limit:
-                raise BadRequest(
-                    f"request body exceeds the limit of {limit:,} bytes. Send fewer papers per request.", status=413
-                )
-    except ClientDisconnect:
-        raise ClientGone() from None
-    return bytes(body) or b"{}"
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def validated(model: type[M], body: bytes) -> M:
-    """``body`` (JSON bytes) as a ``model``, or the 400 saying what to fix."""
-    try:
-        return model.model_validate_json(body)
-    except ValidationError as exc:
-        raise invalid_request(exc, body) from None
 
 
 def _doc(name: str, request: type[BaseModel], response: type[BaseModel] | None, summary: str, **errors: str):

@@ -26,7 +26,7 @@ def records(trained):
 
 
 def test_predict_over_http_equals_the_pyfunc(server, trained, records):
-    import bentoml
+    import httpx
     import pandas as pd
 
     from papertrack import store as mlstore
@@ -34,9 +34,9 @@ def test_predict_over_http_equals_the_pyfunc(server, trained, records):
 
     with mlstore.using(trained["store"]):
         _, pyfunc = load_predictor(trained["model_uri"])
-    with bentoml.SyncHTTPClient(server["url"], timeout=30) as client:
+    with httpx.Client(base_url=server["url"], timeout=30) as client:
         for record in records[:8]:
-            body = client.predict(abstract=record["abstract"], title=None, top_k=3)
+            body = client.post("/predict", json={"abstract": record["abstract"], "title": None, "top_k": 3}).json()
             assert set(body) == {"tracks", "areas", "prediction_set", "confident", "taxonomy", "model"}
             assert len(body["tracks"]) == 3
             assert body["model"]["name"] == "papertrack"

@@ -288,8 +288,8 @@ def read_body(headers: list[tuple[bytes, bytes]], chunks: list[bytes], limit: in
 
     from starlette.requests import Request
 
+    from papertrack.serving.http.bodies import read_json_body
     from papertrack.serving.http.error_answers import BadRequest
-    from papertrack.serving.http.service import read_json_body
 
     pending = list(chunks)
 
@@ -494,3 +494,30 @@ def test_drift_endpoint_answers_the_drift_report_of_the_batch(client, pyfunc):
     for key in ("label_js", "area_js", "unsure_share", "oov_share", "labels_moved_most", "outside"):
         assert body[key] == expected[key]
     assert client.post("/drift", json={"papers": []}).status_code == 400
+
+
+def test_an_upload_the_client_abandons_is_one_log_line(caplog):
+    """A client that leaves mid-body: no traceback (two of 105 lines each before), one INFO line."""
+    import asyncio
+    import logging
+
+    from fastapi import FastAPI
+    from starlette.requests import Request
+
+    from papertrack.serving.http import error_answers
+    from papertrack.serving.http.bodies import read_json_body
+
+    messages = [{"type": "http.request", "body": b'{"abstract": "gra', "more_body": True}, {"type": "http.disconnect"}]
+
+    async def receive():
+        return messages.pop(0)
+
+    scope = {"type": "http", "path": "/predict", "method": "POST", "headers": [(b"content-type", b"application/json")]}
+    with pytest.raises(error_answers.ClientGone):
+        asyncio.run(read_json_body(Request(scope, receive)))
+    app = FastAPI()
+    error_answers.install(app)
+    handler = app.exception_handlers[error_answers.ClientGone]
+    with caplog.at_level(logging.INFO, logger="bentoml.papertrack"):
+        asyncio.run(handler(Request(scope, receive), error_answers.ClientGone()))
+    assert [r.getMessage() for r in caplog.records] == ["client left before sending the whole body of POST /predict"]

@@ -23,6 +23,7 @@ from starlette.responses import FileResponse, Response
 from starlette.staticfiles import StaticFiles
 
 from papertrack.features.ingest import IngestError, Record, detect_format, input_limits, iter_records
+from papertrack.serving.http.error_answers import ClientGone, error_body, lone_surrogate
 
 STATIC = Path(__file__).parent / "static"
 MAX_DUMP_BYTES = 20 * 1024 * 1024
@@ -84,8 +85,6 @@ async def openapi_page() -> FileResponse:
 
 
 def _error(message: str, status: int = 400) -> Response:
-    from papertrack.serving.http.error_answers import error_body
-
     return Response(error_body(message), status_code=status, media_type="application/json")
 
 
@@ -113,7 +112,7 @@ async def parse_dump(request: Request, filename: str = "dump.txt", format: str |
             if len(body) > MAX_DUMP_BYTES:
                 return _error(_too_big(filename), 413)
     except ClientDisconnect:
-        return Response(status_code=400)  # nobody reads it
+        raise ClientGone() from None  # one line in the log
     data = bytes(body)
     del body
     async with _one_at_a_time():  # once the body is here: a slow uploader holds no other dump back
@@ -140,8 +139,6 @@ def answer_dump(data: bytes, name: str, fmt: str | None = None) -> bytes:
 def _surrogate_message(name: str, body: bytes) -> str:
     """What to fix in a dump holding a lone UTF-16 surrogate (``\\udc00`` in JSON): not a character, so
     neither labeled nor answered; names its line when the escape is in the file's bytes (not compressed)."""
-    from papertrack.serving.http.error_answers import lone_surrogate
-
     text = body.decode("utf-8", errors="replace")
     found = lone_surrogate(text)
     if found is None:
