@@ -258,7 +258,7 @@ class PaperTrack:
 # mounts, BentoML's system endpoints and static files.
 PATHS = frozenset(
     {"/", "/docs", "/docs.json", "/parse_dump", "/metadata", "/predict", "/predict_batch", "/explain", "/drift"}
-    | {"/healthz", "/livez", "/readyz", "/metrics"}
+    | {"/healthz", "/livez", "/readyz", "/metrics", "/schema.json"}
 )
 PATH_PREFIXES = ("/page/", "/static_content/")
 # Host and Origin checks, the 404 of unknown paths, then the spec (answered before BentoML's own /docs.json route)
