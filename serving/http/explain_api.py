@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from papertrack.models.explain import DEFAULT_TERMS, explain  # noqa: F401 - the service calls it from here
 from papertrack.models.neighbors import DEFAULT_NEIGHBORS
 from papertrack.serving.http.error_answers import BadRequest
-from papertrack.serving.http.schemas import ModelInfo, PaperResult, PredictRequest
+from papertrack.serving.http.schemas import ModelInfo, PaperResult, PredictRequest, WholeNumber
 
 MAX_NEIGHBORS = 50
 MAX_TERMS = 50
@@ -34,12 +34,17 @@ class ExplainRequest(PredictRequest):
 
     top_k: Annotated[
         int,
+        WholeNumber,
         Field(ge=1, le=MAX_EXPLAIN_TOP_K, description=f"How many ranked tracks to explain: 1 to {MAX_EXPLAIN_TOP_K}."),
     ] = 3
 
-    terms: Annotated[int, Field(ge=1, le=MAX_TERMS, description="Terms per track (most weight first).")] = DEFAULT_TERMS
+    terms: Annotated[
+        int, WholeNumber, Field(ge=1, le=MAX_TERMS, description="Terms per track (most weight first).")
+    ] = DEFAULT_TERMS
     neighbors: Annotated[
-        int, Field(ge=0, le=MAX_NEIGHBORS, description="How many similar labeled training abstracts to return.")
+        int,
+        WholeNumber,
+        Field(ge=0, le=MAX_NEIGHBORS, description="How many similar labeled training abstracts to return."),
     ] = DEFAULT_NEIGHBORS
 
 

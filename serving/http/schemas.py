@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 from papertrack import settings
@@ -63,8 +63,18 @@ Title = Annotated[
         max_length=MAX_TITLE_CHARS, description="The paper's title (optional; used only by models trained with titles)."
     ),
 ]
+
+
+def _whole_number(value):
+    """1.0 is the integer 1 (JSON Schema's integer, which the OpenAPI 3.1 spec promises); 2.5, "3" and true stay
+    refused by the strict int after it."""
+    return int(value) if isinstance(value, float) and value.is_integer() and abs(value) < 2**53 else value
+
+
+WholeNumber = BeforeValidator(_whole_number)
 TopK = Annotated[
     int,
+    WholeNumber,
     Field(
         ge=1,
         le=MAX_TOP_K,
