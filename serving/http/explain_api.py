@@ -34,17 +34,17 @@ class ExplainRequest(PredictRequest):
 
     top_k: Annotated[
         int,
-        WholeNumber,
         Field(ge=1, le=MAX_EXPLAIN_TOP_K, description=f"How many ranked tracks to explain: 1 to {MAX_EXPLAIN_TOP_K}."),
+        WholeNumber,
     ] = 3
 
     terms: Annotated[
-        int, WholeNumber, Field(ge=1, le=MAX_TERMS, description="Terms per track (most weight first).")
+        int, Field(ge=1, le=MAX_TERMS, description="Terms per track (most weight first)."), WholeNumber
     ] = DEFAULT_TERMS
     neighbors: Annotated[
         int,
-        WholeNumber,
         Field(ge=0, le=MAX_NEIGHBORS, description="How many similar labeled training abstracts to return."),
+        WholeNumber,
     ] = DEFAULT_NEIGHBORS
 
 

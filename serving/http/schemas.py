@@ -72,14 +72,14 @@ def _whole_number(value):
 
 
 WholeNumber = BeforeValidator(_whole_number)
-TopK = Annotated[
+TopK = Annotated[  # (the validator after the Field: the spec then says minimum/maximum, not pydantic's ge/le)
     int,
-    WholeNumber,
     Field(
         ge=1,
         le=MAX_TOP_K,
         description="How many ranked tracks to return: 1 to the number of labels (see GET /metadata).",
     ),
+    WholeNumber,
 ]
 
 _REQUEST = ConfigDict(strict=True, extra="forbid")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -459,7 +460,10 @@ def test_openapi_spec_matches_the_service(client, pyfunc):
     request = spec["components"]["schemas"][ref.rsplit("/", 1)[1]]
     assert {"type": "null"} in request["properties"]["title"]["anyOf"]
     n_labels = predictor.space.n_labels
-    assert request["properties"]["top_k"]["maximum"] == n_labels
+    assert request["properties"]["top_k"]["maximum"] == n_labels and request["properties"]["top_k"]["minimum"] == 1
+    explain = spec["components"]["schemas"]["ExplainRequest"]["properties"]
+    assert explain["top_k"]["maximum"] == min(n_labels, 20) and explain["neighbors"]["minimum"] == 0
+    assert not re.search(r'"(ge|le|gt|lt)":', json.dumps(spec))  # pydantic's names are no JSON Schema keywords
     assert len(json.dumps(request["properties"]["abstract"])) < 1000  # no giant regular expression
     assert "422" not in json.dumps(spec["paths"])  # invalid requests are 400s, as documented
     assert client.post("/predict", json={"abstract": ABSTRACTS[0], "title": None, "top_k": n_labels}).status_code == 200
