@@ -3,8 +3,8 @@ from the routes' pydantic models, with what only the served model knows.
 
 The JSON endpoints read their body themselves (its size and Content-Type are checked before it is parsed), so each
 route names its body model (:func:`json_body`, FastAPI's ``openapi_extra``) and :func:`spec` adds those models'
-schemas. What the model knows is set once it is loaded (:func:`served`): ``top_k``'s maximum (its number of
-labels, the bound enforced for the default taxonomy) and the taxonomy names it answers to. FastAPI's default 422
+schemas. What the model knows is set once it is loaded (:func:`served`): ``top_k``'s maximum (the asked
+taxonomy's number of labels, the bound enforced) and the taxonomy names it answers to. FastAPI's default 422
 answer is left out: the service answers invalid requests with a 400 in its error shape (:data:`ERRORS`).
 """
 
@@ -51,20 +51,40 @@ def json_body(model: type[BaseModel]) -> dict:
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
-def served(n_labels: int, taxonomies: list[str]) -> None:
-    """What the loaded model knows, for the spec: its number of labels and the taxonomy names it answers to."""
-    _served.update(n_labels=n_labels, taxonomies=taxonomies)
+def served(labels: dict[str | None, int]) -> None:
+    """What the loaded model knows, for the spec: the number of labels of each taxonomy name it answers to (None:
+    its default taxonomy, when a request names none)."""
+    _served["labels"] = dict(labels)
 
 
 def spec(app) -> dict:
     """The spec of ``app`` (built once per worker and model)."""
-    key = (id(app), _served.get("n_labels"), tuple(_served.get("taxonomies") or ()))
+    labels = _served.get("labels") or {}
+    key = (id(app), tuple(labels.items()))
     if key not in _built:
-        _built[key] = _build(app, _served.get("n_labels"), _served.get("taxonomies"))
+        _built[key] = _build(app, labels)
     return _built[key]
 
 
-def _build(app, n_labels: int | None, taxonomies: list[str] | None) -> dict:
+def _top_k_bounds(schema: dict, labels: dict[str | None, int]) -> None:
+    """``top_k``'s maximum in ``schema`` (a request body with ``top_k`` and ``taxonomy``): the number of labels of
+    the asked taxonomy (JSON Schema ``if``/``then`` per group of names; no taxonomy or null: the default one), under
+    the field's own maximum; ``taxonomy``: the names the model answers to."""
+    properties = schema["properties"]
+    cap = properties["top_k"].get("maximum", max(labels.values()))
+    properties["top_k"]["maximum"] = min(cap, max(labels.values()))
+    properties["taxonomy"] = {**properties["taxonomy"], "enum": [*(n for n in labels if n is not None), None]}
+    rules = []
+    for n in sorted(set(labels.values())):
+        names = [name for name, count in labels.items() if count == n and name is not None]
+        when: list[dict] = [{"properties": {"taxonomy": {"enum": names}}, "required": ["taxonomy"]}] if names else []
+        if labels.get(None) == n:
+            when += [{"not": {"required": ["taxonomy"]}}, {"properties": {"taxonomy": {"const": None}}}]
+        rules.append({"if": {"anyOf": when}, "then": {"properties": {"top_k": {"maximum": min(cap, n)}}}})
+    schema["allOf"] = rules
+
+
+def _build(app, labels: dict[str | None, int]) -> dict:
     from fastapi.openapi.utils import get_openapi
 
     doc = get_openapi(title="papertrack", version=__version__, description=DESCRIPTION, routes=app.routes)
@@ -78,8 +98,8 @@ def _build(app, n_labels: int | None, taxonomies: list[str] | None) -> dict:
             operation.get("responses", {}).pop("422", None)
     for model in _bodies:
         properties = schemas[model.__name__].get("properties", {})
-        if n_labels is not None and "top_k" in properties:  # the model's labels, or less where the request says so
-            properties["top_k"]["maximum"] = min(n_labels, properties["top_k"].get("maximum", n_labels))
-        if taxonomies and "taxonomy" in properties:  # the names this model answers to (its taxonomies and sources)
-            properties["taxonomy"] = {**properties["taxonomy"], "enum": [*taxonomies, None]}
+        if labels and "top_k" in properties:
+            _top_k_bounds(schemas[model.__name__], labels)
+        elif labels and "taxonomy" in properties:
+            properties["taxonomy"] = {**properties["taxonomy"], "enum": [*(n for n in labels if n is not None), None]}
     return doc

@@ -123,12 +123,11 @@ class PaperTrack:
         self.model_info = schemas.model_info(stored, self.predictor)
         self._model_json = self.model_info.model_dump()
         self._metadata = schemas.metadata(stored, self.predictor, self.model_info)
-        heads = self.predictor.taxonomies
-        # the spec's top_k bound (valid in every taxonomy) and taxonomy names (every name the model answers to)
-        openapi.served(
-            n_labels=min(h.space.n_labels for h in heads),
-            taxonomies=list(dict.fromkeys(n for h in heads for n in (h.taxonomy, *h.sources) if n)),
-        )
+        # the spec's top_k bound per taxonomy name the model answers to (its taxonomies and their sources)
+        labels: dict[str | None, int] = {None: self.predictor.space.n_labels}
+        for head in self.predictor.taxonomies:
+            labels.update({name: head.space.n_labels for name in (head.taxonomy, *head.sources) if name})
+        openapi.served(labels)
         # One abstract per call: BLAS thread pools (OpenBLAS: the LR and kNN on embeddings) get tiny matrices
         # and their extra threads only spin — measured: 209 -> 102 ms of CPU per /predict of an embedding
         # champion at the same latency, CPU the other worker needs (BENCHMARKS.md "Serving an embedding champion")
