@@ -131,15 +131,24 @@ def trained(labeled_subset, tmp_path_factory):
 @contextmanager
 def bentoml_home(home: Path):
     """A temporary BentoML home: the env var (for subprocesses) and BentoML's container singletons (this
-    process) point at ``home`` inside the block, and are restored after it."""
-    from papertrack.serving.http import private_hooks
+    process) point at ``home`` inside the block, and are restored after it. BentoML has no public way to move
+    its home in a running process: the tests (never the product) patch its configuration container."""
+    from bentoml._internal.bento import BentoStore
+    from bentoml._internal.configuration.containers import BentoMLContainer
+    from bentoml._internal.models import ModelStore
+    from bentoml._internal.server.metrics.prometheus import PrometheusClient
 
     for sub in ("models", "bentos", "envs", "tmp"):
         (home / sub).mkdir(parents=True, exist_ok=True)
     saved = {k: os.environ.get(k) for k in ("BENTOML_HOME", "PAPERTRACK_BENTO_MODEL")}
     os.environ["BENTOML_HOME"] = str(home)
     try:
-        with private_hooks.bentoml_home_in_process(home):
+        with (
+            BentoMLContainer.bentoml_home.patch(str(home)),
+            BentoMLContainer.model_store.patch(ModelStore(home / "models")),
+            BentoMLContainer.bento_store.patch(BentoStore(home / "bentos")),
+            BentoMLContainer.metrics_client.patch(PrometheusClient(multiproc=False)),
+        ):
             yield home
     finally:
         for key, value in saved.items():
@@ -174,14 +183,17 @@ def imported(bento_home, trained):
 @pytest.fixture(scope="module")
 def client(imported):
     """Starlette's TestClient on the service's real ASGI app (BentoML's routes, middlewares and validation)."""
+    from prometheus_client import REGISTRY
     from starlette.testclient import TestClient
 
-    from papertrack.serving.http import private_hooks
     from papertrack.serving.http.service import PaperTrack
 
     # another test module may have built the app in this process: its request metrics are registered in the
-    # process-wide Prometheus registry (single-process mode) and would be registered a second time
-    private_hooks.unregister_prometheus_collectors("bentoml_")
+    # process-wide Prometheus registry (single-process mode) and would be registered a second time (the registry
+    # lists its collectors through no public method: a test-only reach into prometheus_client)
+    for collector, names in list(REGISTRY._collector_to_names.items()):
+        if any(name.startswith("bentoml_") for name in names):
+            REGISTRY.unregister(collector)
     with TestClient(PaperTrack.to_asgi(), base_url="http://127.0.0.1:3000") as test_client:
         yield test_client
 

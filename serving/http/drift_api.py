@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from papertrack.errors import PapertrackError
 from papertrack.features.text import model_text
@@ -31,19 +34,13 @@ class NoProfile(PapertrackError):
     """The model has no training profile to compare a dump with."""
 
 
-def request_schema():
+class DriftRequest(BaseModel):
     """Body of ``POST /drift``: ``{"papers": [{"abstract": ..., "title": ...}, ...], "taxonomy": ...}`` (as
     /predict_batch: the report is against the asked taxonomy's training profile)."""
-    from typing import Annotated
 
-    from pydantic import BaseModel, ConfigDict, Field
-
-    class DriftRequest(BaseModel):
-        model_config = ConfigDict(strict=True, extra="forbid")
-        papers: Annotated[
-            list[schemas.Paper],
-            Field(min_length=1, max_length=schemas.MAX_BATCH, description=f"1 to {schemas.MAX_BATCH:,} papers."),
-        ]
-        taxonomy: schemas.Taxonomy = None
-
-    return DriftRequest
+    model_config = ConfigDict(strict=True, extra="forbid")
+    papers: Annotated[
+        list[schemas.Paper],
+        Field(min_length=1, max_length=schemas.MAX_BATCH, description=f"1 to {schemas.MAX_BATCH:,} papers."),
+    ]
+    taxonomy: schemas.Taxonomy = None

@@ -1,32 +1,42 @@
-"""The service's error answers: the JSON error shape ``{"error": one line saying what to fix, "detail": [...]}``
-and the messages written by :mod:`.middleware` — only on an error, never on a request that succeeds.
+"""The service's error answers: the JSON error shape ``{"error": one line saying what to fix, "detail": [...]}``,
+written where the error is found — never by rewriting another layer's answer.
 
-* 400: "1 validation error for PredictRequest" becomes e.g. "invalid request: papers[3].abstract: Field
-  required" (the ``detail`` list is kept); a body that is not clean UTF-8 JSON (a BOM, a byte that is not
-  UTF-8, a lone surrogate escape) gets a message saying what to fix (:func:`send_rewritten_400`).
-* 404 and 405 from Starlette (``text/plain`` "Not Found") or FastAPI (``{"detail": "Not Found"}``) get the
-  same shape (:func:`not_found_message`, :func:`is_error_shape`).
+* 400 (:class:`BadRequest`): pydantic's errors of a request body as one line, e.g. "invalid request:
+  papers[3].abstract: Field required" (:func:`invalid_request`, the ``detail`` list kept); a body that is not
+  clean UTF-8 JSON (a BOM, a byte that is not UTF-8, a lone surrogate escape) gets a message saying what to fix.
+* 404 and 405 of the service's FastAPI app (:func:`install`: its exception handlers).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable
 
-_VALIDATION_TITLE = re.compile(r"^\d+ validation errors? for ")
+from fastapi import FastAPI, Request
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+logger = logging.getLogger("bentoml.papertrack")  # under "bentoml": shown in the server log
 
 
 def error_body(status_message: str, detail: list | None = None) -> bytes:
     return json.dumps({"error": status_message, "detail": detail or []}).encode("utf-8")
 
 
-async def respond(send, status: int, body: bytes) -> None:
+async def respond(send, status: int, body: bytes, headers: list | None = None) -> None:
+    """Answer a JSON ``body`` from an ASGI middleware."""
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})
@@ -98,33 +108,54 @@ _LOW_ESCAPE = re.compile(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 _HIGH_DIGITS = re.compile(r"[dD][89abAB][0-9a-fA-F]{2}")
 
 
-async def send_rewritten_400(send, start: dict, body: bytes, request_body: bytes = b"") -> None:
-    """Send BentoML's 400 (``start``, ``body``) with a message that says what to fix (module doc)."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        data = None
-    problem = encoding_problem(request_body)
+class BadRequest(Exception):
+    """A request the service refuses with a 4xx (``status``) whose ``error`` is ``message`` (FastAPI's handler in
+    :func:`install` answers it)."""
+
+    def __init__(self, message: str, detail: list | None = None, status: int = 400):
+        super().__init__(message)
+        self.message, self.detail, self.status = message, detail or [], status
+
+
+def invalid_request(error: ValidationError, body: bytes) -> BadRequest:
+    """The 400 for a body that failed pydantic validation: what is wrong with its encoding when that is the
+    problem, else every invalid field in one line (``detail``: pydantic's errors without the input echoed)."""
+    detail = json.loads(error.json(include_url=False, include_context=False, include_input=False))
+    problem = encoding_problem(body)
     if problem is not None:
-        detail = data.get("detail") if isinstance(data, dict) and isinstance(data.get("detail"), list) else []
-        body = error_body(
+        return BadRequest(
             f"invalid request: {problem}", detail or [{"type": "body_encoding", "loc": [], "msg": problem}]
         )
-    elif (
-        isinstance(data, dict)
-        and isinstance(data.get("detail"), list)
-        and _VALIDATION_TITLE.match(str(data.get("error", "")))
-    ):
-        body = error_body(explain(data["detail"]), data["detail"])
-    elif isinstance(data, dict) and not isinstance(data.get("detail", []), list):
-        body = error_body(
-            str(data.get("error") or "invalid request"),
-            [{"type": "invalid", "loc": [], "msg": str(data.get("detail"))}],
+    return BadRequest(explain(detail), detail)
+
+
+class ClientGone(Exception):
+    """The client closed the connection before its request body was read whole."""
+
+
+def install(app: FastAPI) -> None:
+    """The app's 4xx answers in the service's shape: :class:`BadRequest`, and Starlette's 404/405 (the
+    ``Allow`` header kept); :class:`ClientGone`: one line in the log (no traceback)."""
+
+    @app.exception_handler(ClientGone)
+    async def client_gone(request: Request, exc: ClientGone) -> Response:
+        logger.info("client left before sending the whole body of %s %s", request.method, request.url.path)
+        return Response(status_code=400)  # nobody reads it
+
+    @app.exception_handler(BadRequest)
+    async def bad_request(request: Request, exc: BadRequest) -> Response:
+        return Response(error_body(exc.message, exc.detail), status_code=exc.status, media_type="application/json")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        headers = dict(exc.headers or {})
+        if exc.status_code in (404, 405):
+            message = not_found_message(exc.status_code, request.method, request.url.path, headers.get("Allow"))
+        else:
+            message = str(exc.detail)
+        return Response(
+            error_body(message), status_code=exc.status_code, headers=headers, media_type="application/json"
         )
-    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-    headers.append((b"content-length", str(len(body)).encode()))
-    await send({**start, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
 
 
 def not_found_message(status: int, method: str, path: str, allow: str | None) -> str:
@@ -137,12 +168,3 @@ def not_found_message(status: int, method: str, path: str, allow: str | None) ->
         + (f"; use {allow}" if allow else "")
         + " (the endpoints are listed at /docs)"
     )
-
-
-def is_error_shape(body: bytes) -> bool:
-    """Whether a response body is already the service's error shape (left as it is)."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return False
-    return isinstance(data, dict) and isinstance(data.get("error"), str) and isinstance(data.get("detail"), list)

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from pydantic import BaseModel, Field
-from starlette.responses import Response
 
 from papertrack.models.explain import DEFAULT_TERMS, explain  # noqa: F401 - the service calls it from here
 from papertrack.models.neighbors import DEFAULT_NEIGHBORS
-from papertrack.serving.http.schemas import ModelInfo, PaperResult, PredictRequest
+from papertrack.serving.http.error_answers import BadRequest
+from papertrack.serving.http.schemas import ModelInfo, PaperResult, PredictRequest, WholeNumber
 
 MAX_NEIGHBORS = 50
 MAX_TERMS = 50
@@ -35,11 +35,16 @@ class ExplainRequest(PredictRequest):
     top_k: Annotated[
         int,
         Field(ge=1, le=MAX_EXPLAIN_TOP_K, description=f"How many ranked tracks to explain: 1 to {MAX_EXPLAIN_TOP_K}."),
+        WholeNumber,
     ] = 3
 
-    terms: Annotated[int, Field(ge=1, le=MAX_TERMS, description="Terms per track (most weight first).")] = DEFAULT_TERMS
+    terms: Annotated[
+        int, Field(ge=1, le=MAX_TERMS, description="Terms per track (most weight first)."), WholeNumber
+    ] = DEFAULT_TERMS
     neighbors: Annotated[
-        int, Field(ge=0, le=MAX_NEIGHBORS, description="How many similar labeled training abstracts to return.")
+        int,
+        Field(ge=0, le=MAX_NEIGHBORS, description="How many similar labeled training abstracts to return."),
+        WholeNumber,
     ] = DEFAULT_NEIGHBORS
 
 
@@ -93,13 +98,13 @@ def bounded(explanation: dict) -> dict:
     return explanation
 
 
-def too_many_terms(top_k: int, terms: int) -> Response:
+def check_terms(top_k: int, terms: int) -> None:
     """The 400 for ``top_k × terms`` over ``MAX_EXPLAINED_TERMS``."""
-    from papertrack.serving.http.error_answers import error_body
-
+    if top_k * terms <= MAX_EXPLAINED_TERMS:
+        return
     message = (
         f"top_k × terms must be at most {MAX_EXPLAINED_TERMS:,}, got {top_k} × {terms} = {top_k * terms:,}: "
         f"ask for fewer tracks or fewer terms per track"
     )
     detail = [{"type": "less_than_equal", "loc": ["terms"], "msg": message}]
-    return Response(error_body(f"invalid request: {message}", detail), status_code=400, media_type="application/json")
+    raise BadRequest(f"invalid request: {message}", detail)

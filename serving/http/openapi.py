@@ -1,67 +1,23 @@
-"""The service's OpenAPI spec, corrected to say what the service really does (``GET /docs.json``).
+"""The service's OpenAPI spec (``GET /docs.json``): FastAPI's own spec of the service's app (OpenAPI 3.1), built
+from the routes' pydantic models, with what only the served model knows.
 
-BentoML generates the spec from the pydantic models but: documents 400 bodies with ``detail`` as a
-string (it is a list of {type, loc, msg}), drops ``null`` from optional request fields (``title: null``
-is accepted), writes optional response fields as OpenAPI 3.1 ``anyOf [.., {type: null}]`` in a 3.0
-spec, leaves the request body optional, cannot know ``top_k``'s real maximum (the served model's
-number of labels), describes the service with BentoML's README (badge images from five other sites, which
-the OpenAPI page would load) and omits 413 (body too large), 415 (not JSON), 421 (Host not served) and
-403 (cross-origin), and keys its error responses by int (``400``), which ``json.dumps`` writes as a second
-``"400"`` key next to the corrected one (Swagger UI: "duplicated mapping key"). :func:`corrected` fixes
-each; :class:`~.middleware.SpecRoute` answers ``/docs.json`` with it.
+The JSON endpoints read their body themselves (its size and Content-Type are checked before it is parsed), so each
+route names its body model (:func:`json_body`, FastAPI's ``openapi_extra``) and :func:`spec` adds those models'
+schemas. What the model knows is set once it is loaded (:func:`served`): ``top_k``'s maximum (the asked
+taxonomy's number of labels, the bound enforced) and the taxonomy names it answers to. FastAPI's default 422
+answer is left out: the service answers invalid requests with a 400 in its error shape (:data:`ERRORS`).
 """
 
 from __future__ import annotations
 
-import copy
-import functools
-import re
 from typing import Any
 
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
 from papertrack import __version__
-from papertrack.features.ingest import FORMATS
 
-CONTENT_PATTERN = r"[^\W_]"  # at least one letter or digit (what features.ingest.has_content checks), in Python
-
-
-@functools.cache
-def content_pattern() -> str:
-    """CONTENT_PATTERN as the spec writes it: the same characters spelled as explicit ranges of the Basic
-    Multilingual Plane, because a JSON Schema pattern is an ECMA-262 regular expression, in which ``\\W`` is ASCII
-    only (Python's is Unicode: "º" is a letter to the service but not to an ECMA ``[^\\W_]``)."""
-    letter = re.compile(CONTENT_PATTERN)
-    ranges: list[tuple[int, int]] = []
-    for cp in range(0x10000):
-        if 0xD800 <= cp <= 0xDFFF or not letter.match(chr(cp)):
-            continue
-        if ranges and ranges[-1][1] == cp - 1:
-            ranges[-1] = (ranges[-1][0], cp)
-        else:
-            ranges.append((cp, cp))
-    spell = "\\u{:04x}".format
-    return "[" + "".join(spell(a) if a == b else f"{spell(a)}-{spell(b)}" for a, b in ranges) + "]"
-
-
-ERROR_SCHEMA = {
-    "type": "object",
-    "title": "ErrorResponse",
-    "required": ["error", "detail"],
-    "properties": {
-        "error": {"type": "string", "description": "What is wrong and what to fix, in one line."},
-        "detail": {
-            "type": "array",
-            "description": "One entry per problem (pydantic's errors for a 400).",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "type": {"type": "string"},
-                    "loc": {"type": "array", "items": {}},
-                    "msg": {"type": "string"},
-                },
-            },
-        },
-    },
-}
+REF = "#/components/schemas/{model}"
 DESCRIPTION = (
     'Classify ML paper abstracts into conference tracks ("Area · Subarea"). The page for people is at `/`; '
     'the served model (version, labels, metrics) at `GET /metadata`. Errors are JSON: `{"error": one line saying '
@@ -74,94 +30,76 @@ ERRORS = {
     "415": "Content-Type missing or not application/json.",
     "421": "Host header not served (DNS rebinding protection; see PAPERTRACK_ALLOWED_HOSTS).",
 }
+_bodies: list[type[BaseModel]] = []  # the request body models of the routes
+_served: dict[str, Any] = {}  # what the served model knows: n_labels, taxonomies
+_built: dict[tuple, dict] = {}
 
 
-# answers particular to one endpoint
-PATH_ERRORS = {"/drift": {"409": "The served model carries no training profile (trained before drift reports)."}}
+def error_responses(*only: str, **extra: str) -> dict:
+    """The 4xx answers of a route for FastAPI's ``responses=``: ``only`` those of :data:`ERRORS` (default: all),
+    plus ``extra`` (status -> description)."""
+    from papertrack.serving.http.schemas import ErrorResponse
+
+    chosen = {status: ERRORS[status] for status in (only or ERRORS)} | extra
+    return {status: {"model": ErrorResponse, "description": text} for status, text in chosen.items()}
 
 
-def corrected(spec: dict[str, Any], n_labels: int | None, taxonomies: list[str] | None = None) -> dict[str, Any]:
-    """A copy of BentoML's spec with the fixes listed in the module doc."""
-    spec = copy.deepcopy(spec)
-    spec["info"] = {"title": "papertrack", "version": __version__, "description": DESCRIPTION}
-    schemas = spec.setdefault("components", {}).setdefault("schemas", {})
-    schemas["ErrorResponse"] = ERROR_SCHEMA
-    for name in ("InvalidArgument", "NotFound", "InternalServerError"):
-        if name in schemas:
-            schemas[name] = ERROR_SCHEMA
-    _nullable_anyof(spec)
-    if "Paper" in schemas:  # the items of /predict_batch's papers (a $ref)
-        _fix_request_schema(schemas["Paper"], n_labels, taxonomies)
-    for path, operations in spec.get("paths", {}).items():
-        for method, operation in operations.items():
-            # BentoML keys its error responses by int (400, 404, 500): json.dumps writes them as "400" next to
-            # the "400" added here, a duplicated key Swagger UI refuses to render. Keys are strings, in order.
-            responses = operation["responses"] = {
-                str(status): answer for status, answer in operation.get("responses", {}).items()
-            }
-            if method == "post" and "requestBody" not in operation:  # a raw body (POST /parse_dump: a file)
-                operation["requestBody"] = {
-                    "required": True,
-                    "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
-                }
-                for parameter in operation.get("parameters", []):
-                    if parameter.get("name") == "format":
-                        parameter["schema"] = {"type": "string", "enum": list(FORMATS), "nullable": True}
-                for status, description in {
-                    **ERRORS,
-                    "400": "The file cannot be read (the message names the line).",
-                }.items():
-                    responses[status] = _error_response(description)
-            elif method == "post" and "requestBody" in operation:
-                operation["requestBody"]["required"] = True
-                for media in operation["requestBody"].get("content", {}).values():
-                    _fix_request_schema(media.get("schema", {}), n_labels, taxonomies)
-                for status, description in {**ERRORS, **PATH_ERRORS.get(path, {})}.items():
-                    responses[status] = _error_response(description)
-            elif method == "get":
-                for status in ("403", "421"):
-                    responses[status] = _error_response(ERRORS[status])
-    return spec
+def json_body(model: type[BaseModel]) -> dict:
+    """FastAPI's ``openapi_extra`` of a route whose body (read by the route itself) is a ``model`` as JSON."""
+    _bodies.append(model)
+    schema = {"$ref": REF.format(model=model.__name__)}
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
-def _error_response(description: str) -> dict:
-    return {
-        "description": description,
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}},
-    }
+def served(labels: dict[str | None, int]) -> None:
+    """What the loaded model knows, for the spec: the number of labels of each taxonomy name it answers to (None:
+    its default taxonomy, when a request names none)."""
+    _served["labels"] = dict(labels)
 
 
-def _fix_request_schema(schema: dict, n_labels: int | None, taxonomies: list[str] | None = None) -> None:
-    properties = schema.get("properties", {})
-    if "abstract" in properties:
-        properties["abstract"]["pattern"] = content_pattern()
-    for name in ("title", "taxonomy"):
-        field = properties.get(name)
-        if field is not None and field.get("default", "") is None:
-            field["nullable"] = True
-    if taxonomies and "taxonomy" in properties:  # the names this model answers to (its taxonomies and sources)
-        properties["taxonomy"]["enum"] = [*taxonomies, None]
-    if n_labels is not None and "top_k" in properties:  # the model's labels, or less where the request says so
-        properties["top_k"]["maximum"] = min(n_labels, properties["top_k"].get("maximum", n_labels))
-    papers = properties.get("papers", {}).get("items")
-    if isinstance(papers, dict) and "properties" in papers:
-        _fix_request_schema(papers, n_labels, taxonomies)
+def spec(app) -> dict:
+    """The spec of ``app`` (built once per worker and model)."""
+    labels = _served.get("labels") or {}
+    key = (id(app), tuple(labels.items()))
+    if key not in _built:
+        _built[key] = _build(app, labels)
+    return _built[key]
 
 
-def _nullable_anyof(node: Any) -> None:
-    """``anyOf: [X, {type: null}]`` (3.1 style) -> X with ``nullable: true`` (3.0), everywhere."""
-    if isinstance(node, dict):
-        options = node.get("anyOf")
-        if isinstance(options, list) and {"type": "null"} in options:
-            rest = [o for o in options if o != {"type": "null"}]
-            del node["anyOf"]
-            if len(rest) == 1:
-                node.update(rest[0])
-            else:
-                node["anyOf"] = rest
-            node["nullable"] = True
-        for value in node.values():
-            _nullable_anyof(value)
-    elif isinstance(node, list):
-        for value in node:
-            _nullable_anyof(value)
+def _top_k_bounds(schema: dict, labels: dict[str | None, int]) -> None:
+    """``top_k``'s maximum in ``schema`` (a request body with ``top_k`` and ``taxonomy``): the number of labels of
+    the asked taxonomy (JSON Schema ``if``/``then`` per group of names; no taxonomy or null: the default one), under
+    the field's own maximum; ``taxonomy``: the names the model answers to."""
+    properties = schema["properties"]
+    cap = properties["top_k"].get("maximum", max(labels.values()))
+    properties["top_k"]["maximum"] = min(cap, max(labels.values()))
+    properties["taxonomy"] = {**properties["taxonomy"], "enum": [*(n for n in labels if n is not None), None]}
+    rules = []
+    for n in sorted(set(labels.values())):
+        names = [name for name, count in labels.items() if count == n and name is not None]
+        when: list[dict] = [{"properties": {"taxonomy": {"enum": names}}, "required": ["taxonomy"]}] if names else []
+        if labels.get(None) == n:
+            when += [{"not": {"required": ["taxonomy"]}}, {"properties": {"taxonomy": {"const": None}}}]
+        rules.append({"if": {"anyOf": when}, "then": {"properties": {"top_k": {"maximum": min(cap, n)}}}})
+    schema["allOf"] = rules
+
+
+def _build(app, labels: dict[str | None, int]) -> dict:
+    from fastapi.openapi.utils import get_openapi
+
+    doc = get_openapi(title="papertrack", version=__version__, description=DESCRIPTION, routes=app.routes)
+    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+    _, defs = models_json_schema([(model, "validation") for model in _bodies], ref_template=REF)
+    schemas.update(defs.get("$defs", {}))
+    for name in ("HTTPValidationError", "ValidationError"):  # FastAPI's 422, which the service never answers
+        schemas.pop(name, None)
+    for operations in doc.get("paths", {}).values():
+        for operation in operations.values():
+            operation.get("responses", {}).pop("422", None)
+    for model in _bodies:
+        properties = schemas[model.__name__].get("properties", {})
+        if labels and "top_k" in properties:
+            _top_k_bounds(schemas[model.__name__], labels)
+        elif labels and "taxonomy" in properties:
+            properties["taxonomy"] = {**properties["taxonomy"], "enum": [*(n for n in labels if n is not None), None]}
+    return doc

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from papertrack import settings
 from papertrack.features.ingest import has_content
 from papertrack.models.answer import DEFAULT_TOP_K, Answer
 from papertrack.serving.size_limits import MAX_ABSTRACT_CHARS, MAX_BATCH, MAX_TITLE_CHARS
@@ -24,6 +25,11 @@ EXAMPLE_ABSTRACT = (
     "tokens, reducing the quadratic cost of self-attention while matching dense attention on language "
     "modeling and long-range benchmarks."
 )
+
+
+CONTENT_PATTERN = r"[^\W_]"
+"""At least one letter or digit (what :func:`~papertrack.features.ingest.has_content` checks), as the spec says it.
+Checked by the validator below, whose messages say what to fix; the spec only documents it."""
 
 
 def _not_blank(value: str) -> str:
@@ -46,7 +52,8 @@ Abstract = Annotated[
         min_length=1,
         max_length=MAX_ABSTRACT_CHARS,
         description=f"The paper's abstract (1 to {MAX_ABSTRACT_CHARS:,} characters, with at least one letter "
-        f"or digit).",
+        f"or digit, in any script: the pattern's \\W is Unicode's, as in Python).",
+        json_schema_extra={"pattern": CONTENT_PATTERN},
     ),
     AfterValidator(_not_blank),
 ]
@@ -56,13 +63,23 @@ Title = Annotated[
         max_length=MAX_TITLE_CHARS, description="The paper's title (optional; used only by models trained with titles)."
     ),
 ]
-TopK = Annotated[
+
+
+def _whole_number(value):
+    """1.0 is the integer 1 (JSON Schema's integer, which the OpenAPI 3.1 spec promises); 2.5, "3" and true stay
+    refused by the strict int after it."""
+    return int(value) if isinstance(value, float) and value.is_integer() and abs(value) < 2**53 else value
+
+
+WholeNumber = BeforeValidator(_whole_number)
+TopK = Annotated[  # (the validator after the Field: the spec then says minimum/maximum, not pydantic's ge/le)
     int,
     Field(
         ge=1,
         le=MAX_TOP_K,
         description="How many ranked tracks to return: 1 to the number of labels (see GET /metadata).",
     ),
+    WholeNumber,
 ]
 
 _REQUEST = ConfigDict(strict=True, extra="forbid")
@@ -203,3 +220,60 @@ class ErrorResponse(BaseModel):
 
 
 LIMITS = {"max_abstract_chars": MAX_ABSTRACT_CHARS, "max_title_chars": MAX_TITLE_CHARS, "max_batch": MAX_BATCH}
+
+
+def model_info(stored, predictor) -> ModelInfo:
+    """The served model's name, version and run (``stored``: the bentoml.Model it was loaded from)."""
+    meta = dict(stored.info.metadata or {})
+    return ModelInfo(
+        name=str(meta.get("registered_model", settings.MODEL_NAME)),
+        version=str(meta.get("version", "unknown")),
+        run_id=str(meta.get("run_id") or predictor.card.run_id),
+    )
+
+
+def metadata(stored, predictor, model: ModelInfo) -> MetadataResponse:
+    """``GET /metadata``'s answer."""
+    meta = dict(stored.info.metadata or {})
+    card, space = predictor.card, predictor.space
+    metrics = card.metrics or meta.get("metrics") or {}
+    return MetadataResponse(
+        model=model,
+        bento_model=str(stored.tag),
+        alias=meta.get("alias"),
+        model_uri=meta.get("model_uri"),
+        candidate=card.candidate or meta.get("candidate"),
+        family=card.family or None,
+        data_digest=card.data_digest or meta.get("data_digest"),
+        use_title=predictor.use_title,
+        n_labels=space.n_labels,
+        labels=list(space.labels),
+        areas=list(space.areas),
+        hierarchy=space.hierarchy(),
+        metrics={k: float(v) for k, v in metrics.items()},
+        limits=LIMITS,
+        confidence=_confidence(predictor.confidence),
+        default_taxonomy=predictor.taxonomy or None,
+        taxonomies={
+            h.taxonomy: TaxonomyInfo(
+                sources=list(h.sources),
+                n_labels=h.space.n_labels,
+                labels=list(h.space.labels),
+                areas=list(h.space.areas),
+                confidence=_confidence(h.confidence),
+            )
+            for h in predictor.taxonomies
+            if h.taxonomy
+        },
+    )
+
+
+def _confidence(confidence) -> dict[str, float] | None:
+    """What GET /metadata says about the confident flag and the prediction sets (the page explains "unsure")."""
+    if confidence is None:
+        return None
+    return {
+        "top1_threshold": float(confidence.top1_threshold),
+        "target_precision": float(confidence.target_precision),
+        "coverage": float(confidence.coverage),
+    }

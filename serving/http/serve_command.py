@@ -42,10 +42,24 @@ def serve(
     ] = 2,
     alias: Annotated[str, typer.Option(help="Registry alias of the model to serve.")] = settings.CHAMPION,
     access_log: Annotated[bool, typer.Option(help="Log every request (costs throughput).")] = False,
+    behind_proxy: Annotated[
+        bool,
+        typer.Option(
+            help="Allow --host other than loopback: only when a reverse proxy (deploy/nginx.conf) is the only "
+            "client that can reach it."
+        ),
+    ] = False,
 ) -> None:
     """Import the champion into the BentoML model store and serve it over HTTP (bentoml serve)."""
     from papertrack.serving.http.bento_store import service_env
 
+    if host not in LOOPBACK_HOSTS and not behind_proxy:
+        raise UsageError(
+            f"--host {host} would expose the service itself: it leaves slow clients, body sizes, buffering and "
+            f"connection limits to a reverse proxy. Put the proxy in front first (deploy/nginx.conf, see "
+            f"docs/serving.md): keep papertrack serve on 127.0.0.1 and let the proxy listen outside, or pass "
+            f"--behind-proxy when {host} is only reachable by your proxy."
+        )
     if _port_in_use(host, port):  # before anything is printed: BentoML would fail late, with a long traceback
         raise UsageError(f"port {port} on {host} is in use; pass --port with a free one (e.g. --port {port + 1})")
     model, opened = _champion_or_exit(alias)
@@ -59,22 +73,10 @@ def serve(
     sys.stdout.flush()
     if host not in LOOPBACK_HOSTS and not settings.current().allowed_hosts:
         note(
-            f"binding {host}: requests must name this machine in their Host header; list the names clients use "
-            f"in {settings.ALLOWED_HOSTS_ENV} (comma-separated), else they get 421. Anyone who can reach "
-            f"the port can use the service: there is no authentication."
+            f"binding {host} behind a proxy: requests must name an allowed host in their Host header; list the "
+            f"names the proxy forwards in {settings.ALLOWED_HOSTS_ENV} (comma-separated), else they get 421."
         )
-    # through serving.http.launch: this server gets a Prometheus folder of its own (BentoML's: one per BENTOML_HOME)
-    command = [
-        sys.executable,
-        "-m",
-        "papertrack.serving.http.launch",
-        "serve",
-        SERVICE,
-        "--host",
-        host,
-        "--port",
-        str(port),
-    ]
+    command = [sys.executable, "-m", "bentoml", "serve", SERVICE, "--host", host, "--port", str(port)]
     os.execve(sys.executable, command, env)  # the server takes over this process (and its PID)
 
 

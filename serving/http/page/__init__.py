@@ -18,10 +18,12 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 from starlette.responses import FileResponse, Response
 from starlette.staticfiles import StaticFiles
 
 from papertrack.features.ingest import IngestError, Record, detect_format, input_limits, iter_records
+from papertrack.serving.http.error_answers import ClientGone, error_body, lone_surrogate
 
 STATIC = Path(__file__).parent / "static"
 MAX_DUMP_BYTES = 20 * 1024 * 1024
@@ -58,19 +60,31 @@ def install(app: FastAPI) -> None:
     app.mount("/page", StaticFiles(directory=STATIC), name="page")
 
 
+# The page and Swagger UI load their scripts and styles from this origin; Swagger UI's CSS draws its icons
+# with data: images. Scripts set styles through the DOM (allowed), never as inline <style> or style="".
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
+PAGE_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
 async def index() -> FileResponse:
-    return FileResponse(STATIC / "index.html", media_type="text/html")
+    return FileResponse(STATIC / "index.html", media_type="text/html", headers=PAGE_HEADERS)
 
 
 async def openapi_page() -> FileResponse:
     """BentoML's OpenAPI (Swagger UI) page with BentoML's Swagger UI files, but not its template, which loads
     Google Tag Manager from the network and runs inline scripts (refused by the page's Content-Security-Policy)."""
-    return FileResponse(STATIC / "docs.html", media_type="text/html")
+    return FileResponse(STATIC / "docs.html", media_type="text/html", headers=PAGE_HEADERS)
 
 
 def _error(message: str, status: int = 400) -> Response:
-    from papertrack.serving.http.error_answers import error_body
-
     return Response(error_body(message), status_code=status, media_type="application/json")
 
 
@@ -79,8 +93,9 @@ async def parse_dump(request: Request, filename: str = "dump.txt", format: str |
     layout (``format`` overrides it). Answers ``{"format", "papers": [{id, title, abstract, label, line}],
     "errors": [{line, kind, reason}]}`` or a 4xx whose ``error`` names the file, the line and the problem.
 
-    Reading and the answer's JSON run in a thread, one dump at a time per worker, within ``PARSE_SECONDS`` and
-    ``MAX_DUMP_ANSWER_CHARS`` (else 413): the event loop keeps answering other requests and ``/healthz``."""
+    The body is read first; then reading the dump and the answer's JSON run in a thread, one dump at a time per
+    worker, within ``PARSE_SECONDS`` and ``MAX_DUMP_ANSWER_CHARS`` (else 413): the event loop keeps answering other
+    requests and ``/healthz``."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > MAX_DUMP_BYTES:
         return _error(_too_big(filename), 413)
@@ -90,15 +105,17 @@ async def parse_dump(request: Request, filename: str = "dump.txt", format: str |
             f"filename {filename[:200]!r} is not a file name: give the dump's name, e.g. "
             f"?filename=papers.jsonl (its extension tells the layout)"
         )
-    async with _one_at_a_time():
-        body, size = bytearray(), 0
+    body = bytearray()
+    try:
         async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_DUMP_BYTES:
-                return _error(_too_big(filename), 413)
             body += chunk
-        data = bytes(body)
-        del body
+            if len(body) > MAX_DUMP_BYTES:
+                return _error(_too_big(filename), 413)
+    except ClientDisconnect:
+        raise ClientGone() from None  # one line in the log
+    data = bytes(body)
+    del body
+    async with _one_at_a_time():  # once the body is here: a slow uploader holds no other dump back
         try:
             answer = await run_in_threadpool(answer_dump, data, name, format)
         except TooMuchToAnswer as exc:
@@ -122,8 +139,6 @@ def answer_dump(data: bytes, name: str, fmt: str | None = None) -> bytes:
 def _surrogate_message(name: str, body: bytes) -> str:
     """What to fix in a dump holding a lone UTF-16 surrogate (``\\udc00`` in JSON): not a character, so
     neither labeled nor answered; names its line when the escape is in the file's bytes (not compressed)."""
-    from papertrack.serving.http.error_answers import lone_surrogate
-
     text = body.decode("utf-8", errors="replace")
     found = lone_surrogate(text)
     if found is None:
