@@ -74,7 +74,8 @@ def train(
     with use_columns(abstract_column, title_column, id_column):
         check_inputs(config.paths, fmt)  # a CSV without its abstract column: before anything else
         fingerprint = input_fingerprint(config) if register else None  # data, options, code, crosswalks
-        if not force and (same := unchanged(store.open(), fingerprint)) is not None:
+        existing = _existing_store() if fingerprint is not None and not force else None
+        if existing is not None and (same := unchanged(existing, fingerprint)) is not None:
             console.print(same, highlight=False)
             return
         from papertrack.training.sweep import run_sweep  # the heavy imports: only when training
@@ -172,3 +173,14 @@ def runs(
 def add_commands(app: typer.Typer) -> None:
     app.command()(train)
     app.command()(runs)
+
+
+def _existing_store():
+    """The store to compare the inputs with, or None when there is none yet (nothing is created before the data
+    has been read and checked: a train refused on its data leaves no store behind)."""
+    from papertrack import store
+
+    try:
+        return store.open(create=False)
+    except store.NoStore:
+        return None
