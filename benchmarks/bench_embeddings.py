@@ -7,8 +7,9 @@
     # TrackPredictor.predict: p50/p95 on one abstract at a time, and throughput on 5,000 rows of the
     # unlabeled corpus, for the registered champion (or any model URI), cold and warm embedding cache
     PAPERTRACK_HOME=/tmp/emb-sweep .venv/bin/python benchmarks/bench_embeddings.py predict --rows 5000
-    # the static-embedding experiment (model2vec-style distillation of the packaged MiniLM), 5-fold CV
-    .venv/bin/python benchmarks/bench_embeddings.py static
+
+The static-embedding experiment (``static``, a model2vec-style distillation of the packaged MiniLM) is finished:
+its script is ``benchmarks/bench_embeddings.py`` at 88bf722, its figures in benchmarks/embeddings.md.
 
 Every measurement uses a fresh temporary embedding cache (``PAPERTRACK_EMBEDDING_CACHE``) unless
 said otherwise, so "cold" means the abstracts were never embedded before. Results print as a
@@ -26,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from shared_data import DATA, UNLABELED, unlabeled_abstracts
+from shared_data import UNLABELED, unlabeled_abstracts
 
 
 def machine() -> str:
@@ -164,112 +165,6 @@ def cmd_predict(args) -> None:
     )
 
 
-def distill_static(dims: int = 256, sif: float = 1e-3):
-    """A static token table distilled from the packaged MiniLM (model2vec's recipe, no download):
-    each WordPiece token through MiniLM as ``[CLS] t [SEP]``, mean-pooled; PCA to ``dims``; SIF
-    weights a / (a + p(token)) with frequencies counted on the unlabeled corpus."""
-    import numpy as np
-    import torch
-    from sklearn.decomposition import PCA
-
-    from papertrack.features import embeddings
-
-    model = embeddings.load_model("minilm")
-    tokenizer, transformer = model.tokenizer, model[0].auto_model
-    size = len(tokenizer.get_vocab())
-    ids = torch.arange(size)
-    table = np.zeros((size, embeddings.BACKENDS["minilm"].dim), dtype=np.float32)
-    started = time.perf_counter()
-    with torch.inference_mode():
-        for start in range(0, size, 1024):
-            batch = ids[start : start + 1024]
-            inputs = torch.stack(
-                [torch.full_like(batch, tokenizer.cls_token_id), batch, torch.full_like(batch, tokenizer.sep_token_id)],
-                1,
-            )
-            hidden = transformer(input_ids=inputs, attention_mask=torch.ones_like(inputs)).last_hidden_state
-            table[start : start + len(batch)] = hidden.mean(1).numpy()
-    distill_s = time.perf_counter() - started
-    started = time.perf_counter()
-    counts = np.zeros(size)
-    corpus = unlabeled_abstracts(10**9)
-    for ids_ in tokenizer(corpus, add_special_tokens=False)["input_ids"]:
-        np.add.at(counts, ids_, 1)
-    p = (counts + 1) / (counts.sum() + size)
-    table = PCA(dims, random_state=0).fit_transform(table - table.mean(0)) if dims else table
-    table = (table * (sif / (sif + p))[:, None]).astype(np.float32)
-    return tokenizer, table, distill_s, time.perf_counter() - started
-
-
-def cmd_static(args) -> None:
-    from papertrack.settings import quiet_third_parties
-
-    quiet_third_parties()
-    import numpy as np
-    from sklearn.base import BaseEstimator, TransformerMixin
-    from sklearn.linear_model import LogisticRegression
-
-    from papertrack.models.catalogue import CANDIDATES
-    from papertrack.models.embedding_candidates import SoftKNN
-    from papertrack.models.estimators import TextClassifier
-    from papertrack.training.cv import cross_validate, fold_indices
-    from papertrack.training.data import TrainingSet
-    from papertrack.training.dataset import load_dataset
-    from papertrack.training.ensemble_weights import nested_cv
-    from papertrack.training.scoring import evaluate
-
-    tokenizer, table, distill_s, freq_s = distill_static(args.dims, args.sif)
-
-    class Static(TransformerMixin, BaseEstimator):
-        def fit(self, texts, y=None):
-            return self
-
-        def transform(self, texts):
-            ids = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
-            vectors = np.stack([table[i].mean(0) for i in ids])
-            return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-    records, _ = load_dataset([str(DATA / "iclr2024_topics.jsonl")], labeled=True)
-    data = TrainingSet.from_records(records)
-    started = time.perf_counter()
-    Static().transform(data.texts)
-    rate = len(data.texts) / (time.perf_counter() - started)
-    n = data.space.n_labels
-    builds = {
-        "static LR": lambda: TextClassifier(
-            Static(), LogisticRegression(C=5.0, class_weight="balanced", max_iter=1000), n
-        ),
-        "static kNN": lambda: TextClassifier(Static(), SoftKNN(25, 0.05, 0.02), n),
-        **{
-            name: (lambda name=name: CANDIDATES[name].build(n, 42))
-            for name in ("tfidf-word-logreg", "tfidf-word12-cnb", "tfidf-word-svm")
-        },
-    }
-    split = fold_indices(data.y, data.space, 5, 42)
-    oof = {
-        name: cross_validate(build, data.texts, data.y, data.space, split).oof_proba for name, build in builds.items()
-    }
-    ens = nested_cv(list(oof.values()), data.y, split, rule="geometric")
-    print(
-        f"# static embeddings — {machine()}; distill {distill_s:.1f} s, token frequencies {freq_s:.1f} s, "
-        f"{args.dims or 384}-d, SIF a={args.sif:g}"
-    )
-    print(
-        "| features (5-fold CV) | top3 | top1 | macro-F1 | area top1 | encode abstracts/s |\n"
-        "|---|---:|---:|---:|---:|---:|"
-    )
-    rows = {
-        **{k: oof[k] for k in ("static LR", "static kNN")},
-        "ensemble: 3 word TF-IDF + static LR/kNN (nested)": ens.oof_proba,
-    }
-    for name, proba in rows.items():
-        m = evaluate(proba, data.y, data.space)
-        print(
-            f"| {name} | {m['label_top3']:.3f} | {m['label_top1']:.3f} | {m['label_macro_f1']:.3f} | "
-            f"{m['area_top1']:.3f} | {rate:,.0f} |"
-        )
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -289,10 +184,6 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--chunk", type=int, default=256)
     p.add_argument("--latency-n", type=int, default=50)
     p.set_defaults(func=cmd_predict)
-    st = sub.add_parser("static", help="the static-embedding experiment (distilled from the packaged MiniLM)")
-    st.add_argument("--dims", type=int, default=256, help="PCA dimensions (0: keep 384)")
-    st.add_argument("--sif", type=float, default=1e-3)
-    st.set_defaults(func=cmd_static)
     args = parser.parse_args(argv)
     args.func(args)
 

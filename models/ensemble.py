@@ -275,7 +275,3 @@ def ensemble_candidates(singles: Mapping[str, Candidate]) -> list[Candidate]:
 
 def is_ensemble(candidate: Candidate) -> bool:
     return candidate.is_ensemble
-
-
-def members_of(candidate: Candidate) -> list[str]:
-    return list(candidate.members)

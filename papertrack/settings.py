@@ -29,10 +29,16 @@ WORKERS_ENV = "PAPERTRACK_WORKERS"
 ACCESS_LOG_ENV = "PAPERTRACK_ACCESS_LOG"
 TRACE_ENV = "PAPERTRACK_TRACE_PREDICTIONS"
 ALLOWED_HOSTS_ENV = "PAPERTRACK_ALLOWED_HOSTS"
+PLOTS_ENV = "PAPERTRACK_PLOTS"
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
 MAX_INPUT_BYTES_ENV = "PAPERTRACK_MAX_INPUT_BYTES"  # read by the input readers (features/)
 BENTOML_HOME_ENV = "BENTOML_HOME"  # BentoML's own; papertrack passes it on
 SAFE_STORES_ENV = "PAPERTRACK_SAFE_STORES"  # stores found above the working directory that are used though not yours
+
+# which candidates' runs of a sweep get the four evaluation plots (~1 s of drawing each): the winner and the runner-up,
+# every candidate, or none (their per-class report CSV is always logged)
+PLOT_CHOICES = ("top2", "all", "none")
+DEFAULT_PLOTS = "top2"
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,12 @@ VARIABLES: tuple[Variable, ...] = (
         "`<home>/artifacts`, never the working directory",
     ),
     Variable(BENTOML_HOME_ENV, "`~/bentoml`", "BentoML's model store"),
+    Variable(
+        PLOTS_ENV,
+        "`top2`",
+        "which candidates' runs `train` draws the four evaluation plots for: `top2` (the winner and the runner-up), "
+        "`all` or `none` (`train --plots` overrides)",
+    ),
 )
 
 
@@ -113,6 +125,7 @@ class Settings:
     trace_predictions: bool
     user_tracking_uri: str | None  # MLFLOW_TRACKING_URI when the user (not papertrack) set it
     allowed_hosts: tuple[str, ...] = ()  # Host names the service answers besides the loopback ones
+    plots: str | None = None  # PAPERTRACK_PLOTS as set (train reads it with plot_choice: only train uses it)
     # how ``home`` was chosen: "env" (PAPERTRACK_HOME), "found" (the nearest .papertrack/mlflow.db from the working
     # directory up) or "new" (none found: ./.papertrack, where ``train`` creates one)
     home_source: str = "env"
@@ -140,6 +153,18 @@ def _int(name: str, value: str | None, default: int | None) -> int | None:
         from papertrack.errors import UsageError
 
         raise UsageError(f"{name} must be a whole number, got {value!r}") from None
+
+
+def plot_choice(name: str, value: str | None) -> str:
+    """``value`` (of the setting or option ``name``) as one of :data:`PLOT_CHOICES`; unset: :data:`DEFAULT_PLOTS`."""
+    if value is None or not value.strip():
+        return DEFAULT_PLOTS
+    choice = value.strip().lower()
+    if choice not in PLOT_CHOICES:
+        from papertrack.errors import UsageError
+
+        raise UsageError(f"{name} must be one of {', '.join(PLOT_CHOICES)}, got {value!r}")
+    return choice
 
 
 STORE_FOLDER = ".papertrack"  # the store's folder, looked for from the working directory up (as git finds .git)
@@ -245,6 +270,7 @@ def current() -> Settings:
         user_tracking_uri=uri or None,
         allowed_hosts=tuple(h.strip() for h in env.get(ALLOWED_HOSTS_ENV, "").split(",") if h.strip()),
         home_source=home_source,
+        plots=env.get(PLOTS_ENV) or None,
     )
 
 

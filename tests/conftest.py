@@ -28,6 +28,9 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("BENTOML_DO_NOT_TRACK", "true")
 os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
 os.environ.pop("MLFLOW_TRACKING_URI", None)  # tests always use their own temporary stores
+# no evaluation plots in the tests' sweeps (about 4 s per plotted candidate): the tests that look at plots ask for them
+# (`trained` below, SweepConfig(plots=...), `train --plots`)
+os.environ["PAPERTRACK_PLOTS"] = "none"
 
 FAST_CANDIDATES = ["tfidf-word-cnb", "tfidf-word-svm"]
 
@@ -115,9 +118,13 @@ def trained(labeled_subset, tmp_path_factory):
     home = tmp_path_factory.mktemp("papertrack-home")
     os.environ["PAPERTRACK_HOME"] = str(home)
     store = stores.open()
-    # the shift holdout too (off by default with a temporal one): the tests read every evaluation of a sweep
+    # the shift holdout too (off by default with a temporal one): the tests read every evaluation of a sweep; the
+    # default plots (the winner's and the runner-up's: both candidates), which test_training.py reads
     result = run_sweep(
-        SweepConfig([labeled_subset], candidate_names=FAST_CANDIDATES, folds=3, seed=7, shift_holdout=True), store
+        SweepConfig(
+            [labeled_subset], candidate_names=FAST_CANDIDATES, folds=3, seed=7, shift_holdout=True, plots="top2"
+        ),
+        store,
     )
     return {
         "home": home,

@@ -46,6 +46,9 @@ def train(
         bool, typer.Option("--shift-holdout", help=option_help("shift_holdout"))
     ] = DEFAULTS.shift_holdout,
     force: Annotated[bool, typer.Option("--force", help=option_help("force"))] = DEFAULTS.force,
+    plots: Annotated[
+        str | None, typer.Option("--plots", metavar="top2|all|none", help=option_help("plots"))
+    ] = DEFAULTS.plots,
     no_crosswalks: Annotated[
         bool, typer.Option("--no-crosswalks", help="No crosswalk, not even the shipped ones: one taxonomy.")
     ] = False,
@@ -70,6 +73,7 @@ def train(
         shift_holdout=shift_holdout,
         force=force,
         jobs=jobs,
+        plots=plots,
     )
     with use_columns(abstract_column, title_column, id_column):
         check_inputs(config.paths, fmt)  # a CSV without its abstract column: before anything else

@@ -97,6 +97,14 @@ class SweepConfig:
         default=(),
         metadata=_help("Candidates besides the catalogue's, known to this sweep only (tests, experiments)."),
     )
+    plots: str | None = field(
+        default=None,
+        metadata=_help(
+            "Which candidates' runs get the four evaluation plots (confusion matrices, F1 per label, reliability; "
+            "about 1 s of drawing each): top2 (the winner and the runner-up), all or none. Every run gets its "
+            "per-class report. Default: $PAPERTRACK_PLOTS, else top2."
+        ),
+    )
     jobs: int | None = field(
         default=None,
         metadata=_help(
@@ -117,6 +125,8 @@ class SweepConfig:
             raise UsageError(f"folds must be between {MIN_FOLDS} and {MAX_FOLDS}, not {self.folds}")
         if self.budget_ms is not None and self.budget_ms < 0:
             raise UsageError(f"budget_ms must be at least 0, not {self.budget_ms:g}")
+        if self.plots is not None:
+            set_(self, "plots", settings.plot_choice("plots", self.plots))
         if self.jobs is not None and self.jobs < 1:
             raise UsageError(f"jobs must be at least 1, not {self.jobs}")
 
@@ -138,6 +148,11 @@ class SweepConfig:
     def budget(self) -> float | None:
         """The cost budget in force: none when candidates are named (they run and may win whatever they cost)."""
         return None if self.candidate_names else self.budget_ms
+
+    @property
+    def plot_choice(self) -> str:
+        """Whose candidate runs get the evaluation plots: ``plots``, else $PAPERTRACK_PLOTS, else top2."""
+        return self.plots or settings.plot_choice(settings.PLOTS_ENV, settings.current().plots)
 
     @property
     def n_jobs(self) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,24 +90,6 @@ def scored_rows(split: Sequence[tuple[np.ndarray, np.ndarray]], n: int) -> np.nd
     """The rows some fold of ``split`` scores, sorted; None when that is every one of the ``n`` rows."""
     rows = np.unique(np.concatenate([test for _, test in split])) if split else np.arange(0)
     return None if len(rows) == n else rows
-
-
-def cross_validate(
-    build: Callable[[], object],
-    texts: Sequence[str],
-    y: np.ndarray,
-    space: LabelSpace,
-    split: Sequence[tuple[np.ndarray, np.ndarray]],
-    on_fold: Callable[[int], None] | None = None,
-    n_jobs: int = 1,
-) -> CVResult:
-    """Out-of-fold probabilities of a freshly built classifier per fold of ``split`` (see
-    :func:`fold_indices`); ``n_jobs`` folds at a time (:func:`papertrack.training.fits.run_fits`)."""
-    from papertrack.training.fits import Fit, run_fits
-
-    fits = [Fit(i, train, test) for i, (train, test) in enumerate(split)]
-    outputs = run_fits(build, texts, y, fits, n_jobs, (lambda f: on_fold(f.key)) if on_fold else None)
-    return cv_result(fits, outputs, len(y), space.n_labels)
 
 
 def cv_result(fits, outputs, n: int, n_labels: int) -> CVResult:

@@ -216,10 +216,12 @@ class SweepLogger(Listener):
             "budget_ms": "none (candidates named)" if budget is None else budget,
         }
         self.counts = prepared.counts
+        self.plots = config.plot_choice  # whose runs get the evaluation plots: top2, all or none
         self.run: RunLog | None = None
         # the candidates' runs are written by this one thread (one writer per run), in the order they finished
         self._background = ThreadPoolExecutor(1, thread_name_prefix="papertrack-candidate-runs")
-        self._pending: list[tuple[RunLog, Future]] = []
+        # (the candidate's run the job writes and ends, or None for a job that only adds plots to an ended run)
+        self._pending: list[tuple[RunLog | None, Future]] = []
 
     def __enter__(self) -> SweepLogger:
         self.run = run = RunLog.start(
@@ -245,7 +247,7 @@ class SweepLogger(Listener):
         try:
             if failed:  # the sweep failed or was interrupted: runs not yet written are ended FAILED, not written
                 for run, job in self._pending:
-                    if job.cancel():
+                    if job.cancel() and run is not None:
                         run.end(failed=True)
             for _, job in self._pending:
                 if not job.cancelled() and job.exception() is not None:
@@ -276,9 +278,9 @@ class SweepLogger(Listener):
             self._run.metrics({"embedding_seconds": seconds, "embedded_texts": sum(e.encoded for e in embedded)})
 
     def candidate_done(self, result: CandidateResult) -> None:
-        """The candidate's run is created now (its id goes into ``result``); what goes into it — the plots take
-        seconds — is written by one background thread while the next candidates are fitted (their worker
-        processes would wait otherwise), in order; :meth:`flush` waits for it."""
+        """The candidate's run is created now (its id goes into ``result``); what goes into it — the plots, when
+        every run gets them, take seconds — is written by one background thread while the next candidates are
+        fitted (their worker processes would wait otherwise), in order; :meth:`flush` waits for it."""
         for _, done in self._pending:  # an earlier run that could not be written stops the sweep now
             if done.done() and done.exception() is not None:
                 self.flush()
@@ -293,7 +295,15 @@ class SweepLogger(Listener):
             **(result.extra_params or {}),
         }
         job = self._background.submit(
-            log_candidate, run, candidate, params, dict(result.metrics), result.cv.oof_proba, self.data, self.dataset
+            log_candidate,
+            run,
+            candidate,
+            params,
+            dict(result.metrics),
+            result.cv.oof_proba,
+            self.data,
+            self.dataset,
+            self.plots == "all",
         )
         self._pending.append((run, job))
 
@@ -312,6 +322,17 @@ class SweepLogger(Listener):
         run.client.set_experiment_tag(
             self.experiment.experiment_id, SHARED_VIEW_TAG + RUNS_VIEW_KEY, json.dumps(runs_view(result))
         )
+        if self.plots == "top2":  # drawn by the background thread while the winner is refitted
+            for plotted in top_two(result):
+                job = self._background.submit(
+                    tracking.log_plots,
+                    RunLog(self.store, plotted.run_id),
+                    plotted.cv.oof_proba,
+                    self.data.y,
+                    self.data.space,
+                    plotted.candidate.name,
+                )
+                self._pending.append((None, job))
 
     def model(self, winner: CandidateResult, refit: Refit, data: TrainingSet) -> str:
         self.flush()  # the winner's run is written (and ended) before the model goes into it
@@ -437,16 +458,29 @@ def start_candidate_run(store: Store, experiment_id: str, parent_run_id: str, ca
     )
 
 
+def top_two(result: SweepResult) -> list[CandidateResult]:
+    """The winner and the runner-up (the best other candidate by the champion rule's ranking): the runs whose
+    plots someone looks at."""
+    return [result.winner, *[r for r in result.leaderboard() if r is not result.winner][:1]]
+
+
 def log_candidate(
-    run: RunLog, candidate: Candidate, params: dict, metrics: dict, oof_proba, data: TrainingSet, dataset
+    run: RunLog,
+    candidate: Candidate,
+    params: dict,
+    metrics: dict,
+    oof_proba,
+    data: TrainingSet,
+    dataset,
+    plots: bool = True,
 ) -> None:
-    """Into the candidate's run: its parameters, the dataset, its metrics and evaluation artifacts (the plots:
-    ~4 s of drawing for 86 labels); then ends it (FAILED if any of it fails)."""
+    """Into the candidate's run: its parameters, the dataset, its metrics and evaluation artifacts (with
+    ``plots``, the plots too: ~4 s of drawing for 86 labels); then ends it (FAILED if any of it fails)."""
     try:
         run.params(bounded_params(params))
         run.dataset(dataset)
         run.metrics(metrics)
-        tracking.log_evaluation_artifacts(run, oof_proba, data.y, data.space, candidate.name)
+        tracking.log_evaluation_artifacts(run, oof_proba, data.y, data.space, candidate.name, plots=plots)
     except BaseException:
         run.end(failed=True)
         raise

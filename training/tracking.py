@@ -12,7 +12,6 @@ import pandas as pd
 from sklearn.metrics import precision_recall_fscore_support
 
 from papertrack.models.hierarchy import LabelSpace
-from papertrack.training import plots
 
 DATASET_RACE_RETRIES = 3
 
@@ -73,25 +72,38 @@ def per_class_report(proba: np.ndarray, y: np.ndarray, space: LabelSpace) -> pd.
     )
 
 
-def log_evaluation_artifacts(run, proba: np.ndarray, y: np.ndarray, space: LabelSpace, name: str) -> None:
-    """Per-class report CSV, confusion matrices (area, label), per-class F1 bars, reliability plot, logged to
-    ``run`` (a :class:`papertrack.training.sweep_logging.RunLog`)."""
+def log_evaluation_artifacts(
+    run, proba: np.ndarray, y: np.ndarray, space: LabelSpace, name: str, plots: bool = True
+) -> None:
+    """Per-class report CSV and, with ``plots``, :func:`log_plots`, logged to ``run`` (a
+    :class:`papertrack.training.sweep_logging.RunLog`)."""
     report = per_class_report(proba, y, space)
     buffer = io.StringIO()
     report.to_csv(buffer, index=False)
     run.text(buffer.getvalue(), "report/per_class.csv")
+    if plots:
+        log_plots(run, proba, y, space, name, report)
+
+
+def log_plots(run, proba: np.ndarray, y: np.ndarray, space: LabelSpace, name: str, report=None) -> None:
+    """Confusion matrices (area, label), per-class F1 bars and the reliability plot, logged to ``run`` (about 1 s
+    of drawing each with 86 labels); ``report`` is :func:`per_class_report`'s (computed when not given)."""
+    from papertrack.training import plots
+
+    if report is None:
+        report = per_class_report(proba, y, space)
     area_proba = space.area_proba(proba)
     figures = {
-        "plots/confusion_area.png": plots.confusion_figure(
+        "plots/confusion_area.png": lambda: plots.confusion_figure(
             space.area_of(y), area_proba.argmax(axis=1), space.areas, f"{name}: areas (cross-validated)"
         ),
-        "plots/confusion_label.png": plots.confusion_figure(
+        "plots/confusion_label.png": lambda: plots.confusion_figure(
             y, proba.argmax(axis=1), space.labels, f"{name}: labels (cross-validated)"
         ),
-        "plots/per_class_f1.png": plots.per_class_f1_figure(
+        "plots/per_class_f1.png": lambda: plots.per_class_f1_figure(
             space.labels, report["f1"].to_numpy(), report["support"].to_numpy(), f"{name}: F1 per label"
         ),
-        "plots/reliability.png": plots.reliability_figure(proba, y, f"{name}: reliability of top-1"),
+        "plots/reliability.png": lambda: plots.reliability_figure(proba, y, f"{name}: reliability of top-1"),
     }
-    for path, fig in figures.items():
-        run.figure(fig, path)
+    for path, draw in figures.items():
+        run.figure(draw(), path)

@@ -1,4 +1,4 @@
-"""The hostile-input corpus (``benchmarks/hostile_corpus.py``) against ``papertrack label``, ``suggest``,
+"""The hostile-input corpus (``tests/hostile_corpus.py``) against ``papertrack label``, ``suggest``,
 ``train`` and ``POST /parse_dump``, each case with a memory ceiling and a time ceiling (issue 19).
 
 Every case must end the way README "Limits and failure modes" says: the exit code; a fatal problem as one
@@ -120,7 +120,7 @@ def digests(folder: Path) -> dict[str, str]:
 def corpus(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("hostile") / "corpus"
     done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "hostile_corpus.py"), str(folder)],
+        [sys.executable, str(REPO / "tests" / "hostile_corpus.py"), str(folder)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -1,4 +1,4 @@
-"""Hostile input, round three (issue 26, items 2-7) — the cases of ``benchmarks/hostile_corpus.py`` that the
+"""Hostile input, round three (issue 26, items 2-7) — the cases of ``tests/hostile_corpus.py`` that the
 corpus test (slow, with the session's model) also runs, here in seconds and without a model: a labeled text
 record of tens of MB read in flat memory, standard input copied under the input limit and removed on SIGTERM,
 zero bytes, a FIFO as the output, hostile venue names bounded before MLflow sees them, and ``/parse_dump``'s
@@ -19,25 +19,12 @@ from pathlib import Path
 import pytest
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, iter_records
+from tests import hostile_corpus
 from tests.cli.test_hostile_round2 import read_in_child
 from tests.serving.test_hostile_label import dump, error_lines, flat, label
 
 REPO = Path(__file__).resolve().parents[2]
 PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
-
-
-def _load_corpus_writer():
-    """``benchmarks/hostile_corpus.py`` (a script, not a package): the writers of the corpus's cases."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("hostile_corpus", REPO / "benchmarks" / "hostile_corpus.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-hostile_corpus = _load_corpus_writer()
 
 # --------------------------------------------------------------------------- 3. one record of 48 MB
 

@@ -69,6 +69,7 @@ def test_the_tables_defaults_are_what_current_reads_from_an_empty_environment(tm
     assert defaults["PAPERTRACK_TRACE_PREDICTIONS"] == "`false`" and current.trace_predictions is False
     assert defaults["PAPERTRACK_ALLOWED_HOSTS"].startswith("none") and current.allowed_hosts == ()
     assert current.torch_threads is None  # features/embeddings.py then uses the CPUs this process may use
+    assert defaults["PAPERTRACK_PLOTS"] == "`top2`" and settings.plot_choice("x", current.plots) == "top2"
     assert current.tracking_uri == f"sqlite:///{tmp_path / '.papertrack' / 'mlflow.db'}"
 
 
@@ -76,6 +77,27 @@ def test_a_bad_number_is_a_user_error_naming_the_variable(monkeypatch):
     monkeypatch.setenv(settings.WORKERS_ENV, "two")
     with pytest.raises(UsageError, match="PAPERTRACK_WORKERS must be a whole number"):
         settings.current()
+
+
+def test_which_candidates_get_plots_is_the_option_else_the_variable_else_top2(monkeypatch, tmp_path):
+    from papertrack.cli import app
+    from papertrack.training.config import SweepConfig
+
+    monkeypatch.delenv(settings.PLOTS_ENV, raising=False)
+    assert SweepConfig().plot_choice == "top2"
+    monkeypatch.setenv(settings.PLOTS_ENV, " ALL ")
+    assert SweepConfig().plot_choice == "all"
+    assert SweepConfig(plots="none").plot_choice == "none"  # the option wins
+    with pytest.raises(UsageError, match="plots must be one of top2, all, none, got 'some'"):
+        SweepConfig(plots="some")
+    monkeypatch.setenv(settings.PLOTS_ENV, "best")
+    settings.current()  # only train reads it: other commands never fail on it
+    with pytest.raises(UsageError, match="PAPERTRACK_PLOTS must be one of top2, all, none, got 'best'"):
+        _ = SweepConfig().plot_choice
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"abstract": "a b c", "label": "Theory"}\n')
+    result = CliRunner().invoke(app, ["train", "--data", str(data), "--plots", "top3"])
+    assert result.exit_code == 2 and "plots must be one of top2, all, none, got 'top3'" in result.output
 
 
 @pytest.mark.slow  # 12 s (--durations, loaded machine): a fresh MLflow SQLite store (schema migrations)

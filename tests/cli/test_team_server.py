@@ -144,7 +144,8 @@ def train_args(data: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def first_train(client_env, subset_path):
-    result = papertrack(client_env, *train_args(subset_path))
+    # --plots top2 (the suite's default is none): the plots test below reads the champion's plots
+    result = papertrack(client_env, *train_args(subset_path), "--plots", "top2")
     assert result.returncode == 0, result.stdout + result.stderr
     return result
 

@@ -70,6 +70,22 @@ def test_sweep_logs_nested_candidate_runs_with_metrics_and_artifacts(trained, tm
     assert list(board["candidate"]) == [r.candidate.name for r in result.leaderboard()]
 
 
+def test_by_default_only_the_winner_and_the_runner_up_get_plots(subset_path, tmp_path, monkeypatch):
+    """`top2` (train's default; the suite's is none): the four plots in the winner's and the runner-up's runs, drawn
+    once the champion is chosen; the other candidates' runs get their per-class report only."""
+    monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("PAPERTRACK_PLOTS")
+    mine = store.open()
+    three = ["tfidf-word-cnb", "tfidf-word-logreg", "tfidf-word-svm"]
+    result = run_sweep(SweepConfig([subset_path], candidate_names=three, folds=2, seed=1, register=False), mine)
+    client = mine.client()
+    ranked = [result.winner] + [r for r in result.leaderboard() if r is not result.winner]
+    artifacts = {r.candidate.name: _artifact_paths(client, r.run_id) for r in ranked}
+    assert ARTIFACTS <= artifacts[ranked[0].candidate.name] and ARTIFACTS <= artifacts[ranked[1].candidate.name]
+    assert artifacts[ranked[2].candidate.name] == {"report/per_class.csv"}
+    assert all(client.get_run(r.run_id).info.status == "FINISHED" for r in ranked)
+
+
 def test_a_candidate_run_that_cannot_be_written_fails_the_sweep_and_no_run_is_left_running(
     subset_path, tmp_path, monkeypatch
 ):
@@ -81,7 +97,7 @@ def test_a_candidate_run_that_cannot_be_written_fails_the_sweep_and_no_run_is_le
     mine = store.open()
     written = []
 
-    def plots_fail_once(run, proba, y, space, name):
+    def plots_fail_once(run, proba, y, space, name, plots=True):
         written.append(name)
         if len(written) == 1:
             raise OSError("disk full (test)")

@@ -1,7 +1,7 @@
 """Write the hostile-input corpus: one file per case of what broke papertrack's readers and writers (issue 19),
 generated (nothing binary in the repository) and reusable by hand or by ``tests/cli/test_hostile_corpus.py``.
 
-    .venv/bin/python benchmarks/hostile_corpus.py DIR [--bomb-line-mib 64] [--bomb-total-mib 160]
+    .venv/bin/python tests/hostile_corpus.py DIR [--bomb-line-mib 64] [--bomb-total-mib 160]
 
 DIR gets the case files and ``MANIFEST.json`` (file → what it holds; for the planted-symlink case also the
 output names whose temporary files are links). Then, e.g.::
