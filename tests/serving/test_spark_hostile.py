@@ -1,4 +1,4 @@
-"""Spark holds what the local engine holds (issue 35, item 7): the hostile corpus (``benchmarks/hostile_corpus.py``,
+"""Spark holds what the local engine holds (issue 35, item 7): the hostile corpus (``tests/hostile_corpus.py``,
 its bombs made smaller to bound the time) gives the same rows and error rows on both engines — a line over the
 limit is a ``too-long`` row on Spark too, input = output + errors on both — the fatal cases end with the same
 error line, and a JVM that dies mid-job is one ``error:`` line with how it ended, never a traceback."""
@@ -64,7 +64,7 @@ def error_lines(output: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
-    from tests.cli.test_hostile_round3 import hostile_corpus  # the corpus's writer, wherever it lives
+    from tests import hostile_corpus
 
     folder = tmp_path_factory.mktemp("hostile-spark")
     hostile_corpus.write_corpus(folder, bomb_line_mib=LINE_MIB, bomb_total_mib=TOTAL_MIB)
