@@ -57,7 +57,7 @@ LABEL = {
     "open-quote.csv": (2, ":3: the record starting here is over 1,048,576 characters"),
     "one-object.json": (2, ":1: expected a JSON array of records; the file holds one JSON object"),
     "empty.jsonl": (2, ": file is empty"),
-    # round three (issue 26; tests/cli/test_hostile_round3.py has the rest)
+    # round three (issue 26; tests/cli/test_input_edge_cases.py has the rest)
     "spaces-authors.txt": (3, [(7, "rejected")]),  # its abstract: the 100,000 spaces, over 20,000 characters
     "long-record.txt.gz": (3, [(7, "too-long")]),
     "zeros.txt": (2, ": its first 4,096 bytes are all zero (NUL bytes): not text"),

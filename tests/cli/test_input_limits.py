@@ -1,4 +1,4 @@
-"""Hostile input, round two (the issue's items 4–12): gzip bombs and over-long lines/records read with bounded
+"""Input limits (from hostile input, round two): gzip bombs and over-long lines/records read with bounded
 memory, a linear-time JSON array reader, training refused up front for more labels than it can hold, two
 trains creating one store, corrupted artifacts, a drift report on rejected records, resume and replaced inputs."""
 

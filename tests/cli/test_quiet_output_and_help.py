@@ -1,4 +1,4 @@
-"""Issue "Fits the hand": quiet output by default (7), help text at 80 columns (8), a subarea typo's nearest
+"""Quiet output by default, help text at 80 columns, a subarea typo's nearest
 known track (9), labeled input that overlaps the model's training data (10), one CSV format for the page and
 the CLI (2)."""
 

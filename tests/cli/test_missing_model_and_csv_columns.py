@@ -1,5 +1,4 @@
-"""Issue 28, "Fits the hand, round two": the store found from any folder of a project and never created by a read;
-one message for a model that does not exist, whichever command asks; CSV problems found before the model loads
+"""One message for a model that does not exist, whichever command asks; CSV problems found before the model loads
 (delimiter detected, columns named by options); predict_frame's columns that cannot clash."""
 
 from __future__ import annotations

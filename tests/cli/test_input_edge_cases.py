@@ -1,4 +1,4 @@
-"""Hostile input, round three (issue 26, items 2-7) — the cases of ``tests/hostile_corpus.py`` that the
+"""Large and odd inputs (from hostile input, round three) — the cases of ``tests/hostile_corpus.py`` that the
 corpus test (slow, with the session's model) also runs, here in seconds and without a model: a labeled text
 record of tens of MB read in flat memory, standard input copied under the input limit and removed on SIGTERM,
 zero bytes, a FIFO as the output, hostile venue names bounded before MLflow sees them, and ``/parse_dump``'s
@@ -20,7 +20,7 @@ import pytest
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, iter_records
 from tests import hostile_corpus
-from tests.cli.test_hostile_round2 import read_in_child
+from tests.cli.test_input_limits import read_in_child
 from tests.serving.test_hostile_label import dump, error_lines, flat, label
 
 REPO = Path(__file__).resolve().parents[2]
