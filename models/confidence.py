@@ -13,7 +13,11 @@ and travel inside the prediction artifact (:class:`~papertrack.models.artifact.T
   set. An unsure answer has a long set, a sure one a set of one. (Counting the true label's own mass in
   the score, ``u = 1``, over-covers: a confidently right row then scores near 1 and drags the threshold up.)
 * **Confident**: the top-1 probability is at least ``top1_threshold``, the lowest threshold at which the
-  held-out top-1 precision reaches ``target_precision`` (default 0.85) on at least ``MIN_SUPPORT`` rows.
+  held-out top-1 precision reaches ``target_precision`` (default 0.85) on at least ``MIN_SUPPORT`` rows. Where no
+  threshold reaches the target (a hard taxonomy: ICML 2025's re-cut names), the threshold with the best precision
+  reachable on at least ``MIN_SUPPORT`` rows is used instead, and ``target_met`` is False with
+  ``threshold_precision`` saying what it reaches — so "confident" still means "among this taxonomy's most
+  precise answers", and the user is told the figure instead of never seeing a confident answer.
 
 :func:`calibrate` also measures both honestly (:func:`cross_conformal`): the rows are split in ``folds``
 parts; each part gets thresholds calibrated on the others and is scored with them, so the reported coverage
@@ -48,6 +52,8 @@ class Confidence:
     mean_set_size: float = float("nan")
     confident_share: float = float("nan")  # share of rows flagged confident
     confident_precision: float = float("nan")  # top-1 precision on those rows
+    target_met: bool = True  # False: no threshold reached target_precision; the best reachable one is used
+    threshold_precision: float = float("nan")  # held-out top-1 precision above top1_threshold (in-sample)
 
     def sets(self, proba: np.ndarray, order: np.ndarray | None = None) -> list[np.ndarray]:
         """Per row, the label indices of its prediction set, most probable first."""
@@ -113,18 +119,32 @@ def covered(proba: np.ndarray, y: np.ndarray, threshold: float) -> np.ndarray:
 
 
 def top1_threshold(proba: np.ndarray, y: np.ndarray, target: float, min_support: int = MIN_SUPPORT) -> float:
-    """The lowest top-1 probability above which top-1 precision is >= target (on >= min_support rows);
-    1.0 (never confident... unless the model says 1.0) when no threshold reaches it."""
+    """The top-1 threshold of :func:`top1_choice`."""
+    return top1_choice(proba, y, target, min_support)[0]
+
+
+def top1_choice(
+    proba: np.ndarray, y: np.ndarray, target: float, min_support: int = MIN_SUPPORT
+) -> tuple[float, float, bool]:
+    """(threshold, the held-out top-1 precision above it, whether it meets ``target``): the lowest top-1
+    probability above which top-1 precision is >= target on >= min_support rows; when none reaches it, the
+    threshold of the best precision reachable on >= min_support rows (the largest such prefix among ties); with
+    fewer than min_support rows, or when no threshold beats answering every row, 1.0 (never confident unless the
+    model says 1.0) and nan."""
     top = proba.max(axis=1)
     right = proba.argmax(axis=1) == y
     order = np.argsort(-top, kind="stable")
     precision = np.cumsum(right[order]) / np.arange(1, len(y) + 1)
-    ok = np.flatnonzero((precision >= target) & (np.arange(1, len(y) + 1) >= min_support))
-    if len(ok) == 0:
-        return 1.0
-    # the largest prefix meeting the target; ties in probability belong together, so the threshold is the
-    # probability of the last row kept
-    return float(top[order[ok[-1]]])
+    supported = np.arange(1, len(y) + 1) >= min_support
+    ok = np.flatnonzero((precision >= target) & supported)
+    if len(ok):
+        # the largest prefix meeting the target; ties in probability belong together, so the threshold is the
+        # probability of the last row kept
+        return float(top[order[ok[-1]]]), float(precision[ok[-1]]), True
+    if not supported.any() or precision[supported].max() <= precision[-1]:
+        return 1.0, float("nan"), False  # no threshold does better than answering every row: never confident
+    best = np.flatnonzero(supported & (precision >= precision[supported].max() - 1e-12))[-1]
+    return float(top[order[best]]), float(precision[best]), False
 
 
 def risk_coverage(proba: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -180,11 +200,14 @@ def calibrate(
             f"coverage must be in (0, 1) and target precision in (0, 1], got {coverage}, {target_precision}"
         )
     measured = cross_conformal(proba, y, coverage, target_precision, seed=seed)
+    threshold, precision, met = top1_choice(proba, y, target_precision)
     return Confidence(
         coverage=coverage,
         set_threshold=conformal_quantile(aps_scores(proba, y), coverage),
         target_precision=target_precision,
-        top1_threshold=top1_threshold(proba, y, target_precision),
+        top1_threshold=threshold,
+        target_met=met,
+        threshold_precision=precision,
         n_calibration=len(y),
         source=source,
         **measured,

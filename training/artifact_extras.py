@@ -53,11 +53,34 @@ def describe(confidence, source: str) -> tuple[str, str]:
     off = abs(confidence.empirical_coverage - confidence.coverage)
     message = (
         f"Prediction sets: {confidence.empirical_coverage:.3f} empirical coverage on {source} rows "
-        f"(nominal {confidence.coverage:.2f}, mean size {confidence.mean_set_size:.1f}); confident when "
-        f"top-1 >= {confidence.top1_threshold:.3f} ({confidence.confident_share:.0%} of rows, top-1 "
-        f"precision {confidence.confident_precision:.3f}, target {confidence.target_precision:.2f})"
+        f"(nominal {confidence.coverage:.2f}, mean size {confidence.mean_set_size:.1f}); "
+        + confident_sentence(confidence)
     )
     return message, (f"— coverage is {off:.3f} away from nominal" if off > COVERAGE_TOLERANCE else "")
+
+
+def confident_sentence(confidence) -> str:
+    """What ``confident`` means for this calibration, in plain words (never "nan")."""
+    share, precision = confidence.confident_share, confidence.confident_precision
+    measured = (
+        f"{share:.0%} of held-out rows, top-1 precision {precision:.3f} on them"
+        if precision == precision
+        else "no held-out row reached it"
+    )
+    if getattr(confidence, "target_met", True):
+        return (
+            f"confident when top-1 >= {confidence.top1_threshold:.3f} ({measured}; target "
+            f"{confidence.target_precision:.2f})"
+        )
+    reached = getattr(confidence, "threshold_precision", float("nan"))
+    if reached != reached:
+        return (
+            f"never confident: too few held-out rows to choose a threshold (target {confidence.target_precision:.2f})"
+        )
+    return (
+        f"no threshold reaches top-1 precision {confidence.target_precision:.2f} here; confident when top-1 >= "
+        f"{confidence.top1_threshold:.3f}, the best reachable (precision {reached:.3f}; {measured})"
+    )
 
 
 def risk_coverage_figure(proba: np.ndarray, y: np.ndarray, confidence):

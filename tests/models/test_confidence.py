@@ -119,3 +119,25 @@ def test_trained_artifact_answers_sets_and_logs_coverage(trained):
     assert run.data.metrics["conformal_nominal_coverage"] == pytest.approx(0.9)
     logged = {a.path for a in client.list_artifacts(result.winner.run_id, "plots")}
     assert "plots/risk_coverage.png" in logged
+
+
+def test_where_no_threshold_reaches_the_target_the_best_reachable_one_is_used_and_said():
+    """A hard taxonomy (ICML 2025's re-cut names: no threshold reaches 0.85): confident answers are the most
+    precise ones that can be had, the sentence says so with the figure, never "nan"."""
+    from papertrack.training.artifact_extras import confident_sentence
+
+    p, clean = calibrated_sample(2000, seed=5)
+    rng = np.random.default_rng(5)
+    labels = np.where(rng.random(len(clean)) < 0.3, rng.integers(0, p.shape[1], len(clean)), clean)  # 30% relabeled
+    right = p.argmax(axis=1) == labels
+    hard = calibrate(p, labels, target_precision=0.95)
+    assert not hard.target_met and hard.top1_threshold < 1.0
+    top = p.max(axis=1)
+    assert right[top >= hard.top1_threshold].mean() == pytest.approx(hard.threshold_precision)
+    assert hard.threshold_precision > right.mean()  # better than answering every row
+    assert hard.confident_share > 0
+    sentence = confident_sentence(hard)
+    assert sentence.startswith("no threshold reaches top-1 precision 0.95 here; confident when top-1 >= ")
+    assert f"the best reachable (precision {hard.threshold_precision:.3f}" in sentence and "nan" not in sentence
+    met = calibrate(p, clean)
+    assert met.target_met and confident_sentence(met).startswith(f"confident when top-1 >= {met.top1_threshold:.3f}")

@@ -101,15 +101,24 @@ function bar(p, label) {
 
 // ------------------------------------------------------------------ model info
 
-let confidence = null;  // GET /metadata's "confidence": top1_threshold, target_precision, coverage
+let confidence = null;  // the selected taxonomy's calibration (GET /metadata): top1_threshold, target_precision, ...
+let metadata = null;
+
+// The selected taxonomy's own figures: its threshold, its number of tracks and areas (the default's when none).
+function showTaxonomy() {
+  const meta = metadata;
+  if (!meta) return;
+  const info = (meta.taxonomies || {})[$("taxonomy").value] || meta;
+  confidence = info.confidence || meta.confidence || null;
+  const m = meta.model;
+  $("model-info").textContent = `model ${m.name} v${m.version} · ${meta.candidate || "?"} · ` +
+    `${info.n_labels} tracks in ${info.areas.length} areas`;
+}
 
 async function loadModel() {
   try {
     const meta = await api("/metadata");
-    confidence = meta.confidence || null;
-    const m = meta.model;
-    $("model-info").textContent = `model ${m.name} v${m.version} · ${meta.candidate || "?"} · ` +
-      `${meta.n_labels} tracks in ${meta.areas.length} areas`;
+    metadata = meta;
     // the taxonomies the model answers in (the default first); a model without any: one "default" entry
     const select = $("taxonomy");
     const names = Object.keys(meta.taxonomies || {});
@@ -122,6 +131,8 @@ async function loadModel() {
       select.append(option);
     }
     select.disabled = names.length < 2;
+    select.addEventListener("change", showTaxonomy);
+    showTaxonomy();
   } catch (err) {
     $("model-info").textContent = `model information unavailable: ${err.message}`;
   }
