@@ -39,7 +39,7 @@ def attach(
 
 def log_calibration(run, confidence, held_out_proba: np.ndarray, held_out_y: np.ndarray, taxonomy: str = "") -> None:
     """The calibration's metrics, ``confidence/calibration.json`` and ``plots/risk_coverage.png``, logged to
-    ``run`` (a :class:`papertrack.training.sweep_logging.RunLog`; ``taxonomy``: another taxonomy's, its slug
+    ``run`` (a :class:`papertrack.training.run_log.RunLog`; ``taxonomy``: another taxonomy's, its slug
     suffixed to the metric and file names)."""
     suffix = f".{taxonomy}" if taxonomy else ""
     run.metrics({f"{k}{suffix}": v for k, v in confidence.metrics().items()})

@@ -218,7 +218,7 @@ def log_run(store, proposal, text: str) -> tuple[str, str]:
     """One MLflow run in papertrack's experiment of ``store``: params, the summary as metrics, the heatmap, the
     proposal. (run id, tracking URI)."""
     from papertrack import __version__
-    from papertrack.training.sweep_logging import RunLog, open_experiment
+    from papertrack.training.run_log import RunLog, open_experiment
     from papertrack.training.taxonomies import taxonomy_slug
 
     experiment = open_experiment(store)

@@ -11,39 +11,40 @@ call MLflow offers only on its globals, ``mlflow.pyfunc.log_model``, made inside
 from __future__ import annotations
 
 import json
-import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import mlflow
-import pandas as pd
 
 from papertrack import __version__, registry
 from papertrack.models import manifest
-from papertrack.models.artifact import PaperTrackModel, signature
 from papertrack.models.candidates import Candidate
-from papertrack.settings import EXPERIMENT_NAME
-from papertrack.store import Store, using
-from papertrack.training import artifact_extras, tracking
+from papertrack.store import Store
+from papertrack.training import tracking
 from papertrack.training.champion import promotion
 from papertrack.training.config import SweepConfig
 from papertrack.training.data import TrainingSet, labels_by_year
 from papertrack.training.evaluation import CandidateResult, Listener
+from papertrack.training.model_logging import log_model
 from papertrack.training.pipeline import Embedded, Prepared, Refit, contender
 from papertrack.training.planning import CandidatePlan, Holdouts
+from papertrack.training.run_log import (
+    RunLog,
+    bounded,
+    bounded_params,
+    bounded_tags,
+    dataset_name,
+    metric_name,
+    open_experiment,
+)
 from papertrack.training.runs_link import RUNS_VIEW_KEY, SHARED_VIEW_TAG
 from papertrack.training.taxonomies import taxonomy_slug
 
 if TYPE_CHECKING:
     from papertrack.training.sweep import SweepResult
 
-CORE_REQUIREMENTS = ("scikit-learn", "numpy", "pandas", "scipy", "joblib", "mlflow", "lightgbm")
-# MLflow 3 opens an experiment on its GenAI overview unless it is marked as model development
-EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 RUNS_VIEW_METRICS = (
     "temporal_label_top3",
     "temporal_label_top1",
@@ -54,130 +55,6 @@ RUNS_VIEW_METRICS = (
     "insample_label_top3",
     "predict_ms_per_abstract",
 )
-
-
-def open_experiment(store: Store):
-    """papertrack's experiment in ``store`` (created by :func:`papertrack.store.open`), marked as model
-    development."""
-    experiment = store.experiment()
-    if experiment is None:
-        raise RuntimeError(f"the store {store.tracking_uri} has no {EXPERIMENT_NAME!r} experiment: open it with create")
-    store.client().set_experiment_tag(experiment.experiment_id, *EXPERIMENT_KIND)
-    return experiment
-
-
-class RunLog:
-    """One MLflow run of ``store``, written by id through its client (what ``mlflow.log_*`` do on the active run)."""
-
-    def __init__(self, store: Store, run_id: str):
-        self.store, self.client, self.run_id = store, store.client(), run_id
-
-    @classmethod
-    def start(cls, store: Store, experiment_id: str, name: str, tags: dict, parent: str | None = None) -> RunLog:
-        """A new run, tagged as MLflow's fluent ``start_run`` tags one (user, source, ``mlflow.parentRunId``)."""
-        from mlflow.tracking.context.registry import resolve_tags
-        from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
-
-        all_tags = resolve_tags({**tags, **({MLFLOW_PARENT_RUN_ID: parent} if parent else {})})
-        run = store.client().create_run(experiment_id, tags=all_tags, run_name=name)
-        return cls(store, run.info.run_id)
-
-    def end(self, failed: bool = False) -> None:
-        self.client.set_terminated(self.run_id, "FAILED" if failed else "FINISHED")
-
-    def tags(self, tags: dict) -> None:
-        from mlflow.entities import RunTag
-
-        self.client.log_batch(self.run_id, tags=[RunTag(str(k), str(v)) for k, v in tags.items()])
-
-    def params(self, params: dict) -> None:
-        from mlflow.entities import Param
-
-        self.client.log_batch(self.run_id, params=[Param(str(k), str(v)) for k, v in params.items()])
-
-    def metrics(self, metrics: dict) -> None:
-        from mlflow.entities import Metric
-
-        now = int(time.time() * 1000)
-        self.client.log_batch(self.run_id, metrics=[Metric(str(k), float(v), now, 0) for k, v in metrics.items()])
-
-    def text(self, text: str, path: str) -> None:
-        self.client.log_text(self.run_id, text, path)
-
-    def dict(self, value: dict, path: str) -> None:
-        self.client.log_dict(self.run_id, value, path)
-
-    def figure(self, figure, path: str) -> None:
-        self.client.log_figure(self.run_id, figure, path)
-
-    def dataset(self, dataset, context: str = "training") -> None:
-        tracking.log_dataset_input(self.client, self.run_id, dataset, context)
-
-
-def pip_requirements(candidate: Candidate) -> list[str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    pinned = []
-    for dist in dict.fromkeys((*CORE_REQUIREMENTS, *candidate.requirements)):
-        try:
-            # a local version label (torch "2.13.0+cpu") is not on PyPI: pin the public version
-            pinned.append(f"{dist}=={version(dist).split('+')[0]}")
-        except PackageNotFoundError:
-            pinned.append(dist)
-    return [*pinned, f"papertrack=={__version__}"]
-
-
-# What MLflow accepts (mlflow.utils.validation): a longer name or value fails the whole call (a 318-character venue
-# failed `train`: "'Metric name' exceeds 250"; 400 venues: a dataset name over 500). Names that come from the
-# data (the sources: a venue and year, or a file name) are cut to these, with a digest so that two long names
-# stay two names.
-MAX_KEY = 250  # metric, parameter and tag names
-MAX_PARAM_VALUE = 6000
-MAX_TAG_VALUE = 8000
-MAX_DATASET_NAME = 500
-
-
-def _metric_safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "_-." else "_" for ch in name)
-
-
-def bounded(text: str, limit: int) -> str:
-    """``text`` if it has at most ``limit`` characters, else its start, "…", a digest of the whole text (8 hex
-    digits: distinct long texts stay distinct) and how long it was; at most ``limit`` characters."""
-    if len(text) <= limit:
-        return text
-    import hashlib
-
-    tail = f"…{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}({len(text):,} chars)"
-    return text[: max(limit - len(tail), 0)] + tail[:limit]
-
-
-def metric_name(prefix: str, name: str) -> str:
-    """A metric name from a name in the data: characters MLflow refuses replaced, at most ``MAX_KEY`` long."""
-    return prefix + _metric_safe(bounded(name, MAX_KEY - len(prefix)))
-
-
-def bounded_params(params: dict) -> dict:
-    return {bounded(str(k), MAX_KEY): bounded(str(v), MAX_PARAM_VALUE) for k, v in params.items()}
-
-
-def bounded_tags(tags: dict) -> dict:
-    return {bounded(str(k), MAX_KEY): bounded(str(v), MAX_TAG_VALUE) for k, v in tags.items()}
-
-
-def dataset_name(sources: Sequence[str]) -> str:
-    """The sources joined with " + ", at most ``MAX_DATASET_NAME`` characters: as many as fit, then "+ N more"."""
-    name = " + ".join(sources)
-    if len(name) <= MAX_DATASET_NAME:
-        return name
-    shown: list[str] = []
-    for source in sources:
-        more = f" + {len(sources) - len(shown) - 1:,} more sources"
-        if len(" + ".join([*shown, source])) + len(more) > MAX_DATASET_NAME:
-            break
-        shown.append(source)
-    rest = f"{len(sources) - len(shown):,} more sources"
-    return bounded(" + ".join([*shown, rest]) if shown else f"{len(sources):,} sources", MAX_DATASET_NAME)
 
 
 class SweepLogger(Listener):
@@ -384,70 +261,6 @@ class SweepLogger(Listener):
         self._run.tags({"registered_version": decision.version})
         self._run.tags(bounded_tags({"mlflow.note.content": describe(result)}))
         return decision
-
-
-def log_model(store: Store, winner: CandidateResult, refit: Refit, data: TrainingSet) -> str:
-    """Log the refit winner, in the winner's own run of ``store``, as the pyfunc prediction artifact; its model
-    URI. ``mlflow.pyfunc.log_model`` logs to MLflow's active run on MLflow's process-wide store only: the one call
-    made inside :func:`papertrack.store.using`."""
-    example = pd.DataFrame(
-        {"abstract": [r.abstract for r in data.records[:2]], "title": [r.title or "" for r in data.records[:2]]}
-    )
-    run = RunLog(store, winner.run_id)
-    artifact_extras.log_calibration(run, refit.confidence, winner.selection_proba, winner.selection_y)
-    for name, head in refit.heads.items():  # each other taxonomy's calibration, metric names suffixed
-        artifact_extras.log_calibration(run, head.confidence, head.held_out[0], head.held_out[1], taxonomy_slug(name))
-    with tempfile.TemporaryDirectory() as tmp:
-        artifacts = refit.predictor.save_artifacts(Path(tmp))  # the pickled predictor and its manifest
-        with using(store), mlflow.start_run(run_id=winner.run_id), _no_partial_model(store, winner.run_id):
-            logged = mlflow.pyfunc.log_model(
-                name="model",
-                python_model=PaperTrackModel(),
-                artifacts=artifacts,
-                signature=signature(),
-                input_example=example,
-                pip_requirements=pip_requirements(winner.candidate),
-            )
-    run.tags({"refit": "all data", manifest.FILES_TAG: json.dumps(logged_files(store, logged.model_uri))})
-    return logged.model_uri
-
-
-@contextmanager
-def _no_partial_model(store: Store, run_id: str) -> Iterator[None]:
-    """A model whose logging fails part-way (a full disk, Ctrl-C) leaves nothing behind: its partly copied files
-    (a truncated ``predictor.pkl``) are removed and the logged model deleted, before the failure goes on."""
-    try:
-        yield
-    except BaseException:
-        client = store.client()
-        try:
-            experiment = open_experiment(store).experiment_id
-            for model in client.search_logged_models([experiment], filter_string=f"source_run_id = '{run_id}'"):
-                if str(model.status) != "READY" and not str(model.status).endswith(".READY"):
-                    _remove_local(model.artifact_location)
-                    client.delete_logged_model(model.model_id)
-        except Exception:  # best effort: the original failure is what the user must see
-            pass
-        raise
-
-
-def _remove_local(uri: str) -> None:
-    import shutil
-    from urllib.parse import urlparse
-    from urllib.request import url2pathname
-
-    parsed = urlparse(uri)
-    if parsed.scheme in ("file", ""):
-        shutil.rmtree(url2pathname(parsed.path), ignore_errors=True)
-
-
-def logged_files(store: Store, model_uri: str) -> dict[str, str]:
-    """The sha256 of every file of the model just logged (:data:`papertrack.models.manifest.FILES_TAG`), read back
-    from the store: what every loader checks before it unpickles anything."""
-    from mlflow.artifacts import download_artifacts
-
-    with tempfile.TemporaryDirectory() as tmp, using(store):
-        return manifest.model_files(Path(download_artifacts(artifact_uri=model_uri, dst_path=tmp)))
 
 
 def start_candidate_run(store: Store, experiment_id: str, parent_run_id: str, candidate: Candidate) -> RunLog:

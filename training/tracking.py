@@ -76,7 +76,7 @@ def log_evaluation_artifacts(
     run, proba: np.ndarray, y: np.ndarray, space: LabelSpace, name: str, plots: bool = True
 ) -> None:
     """Per-class report CSV and, with ``plots``, :func:`log_plots`, logged to ``run`` (a
-    :class:`papertrack.training.sweep_logging.RunLog`)."""
+    :class:`papertrack.training.run_log.RunLog`)."""
     report = per_class_report(proba, y, space)
     buffer = io.StringIO()
     report.to_csv(buffer, index=False)

@@ -184,7 +184,7 @@ def no_model(monkeypatch):
 
 
 def test_names_from_the_data_are_bounded_and_stay_distinct():
-    from papertrack.training.sweep_logging import MAX_DATASET_NAME, MAX_KEY, bounded, dataset_name, metric_name
+    from papertrack.training.run_log import MAX_DATASET_NAME, MAX_KEY, bounded, dataset_name, metric_name
 
     long_a, long_b = "V" * 318 + " 2024", "V" * 318 + " 2025"
     a, b = metric_name("records.", long_a), metric_name("records.", long_b)

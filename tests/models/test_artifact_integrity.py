@@ -145,7 +145,7 @@ def register(predictor, tmp_path: Path, monkeypatch, recorded: bool = True) -> d
 
     from papertrack import store
     from papertrack.models.artifact import PaperTrackModel, signature
-    from papertrack.training.sweep_logging import logged_files
+    from papertrack.training.model_logging import logged_files
 
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
     mine = store.open()
@@ -393,7 +393,7 @@ def test_a_model_whose_logging_fails_part_way_leaves_no_files(predictor, tmp_pat
 
     from papertrack import store
     from papertrack.models.artifact import PaperTrackModel, signature
-    from papertrack.training.sweep_logging import _no_partial_model
+    from papertrack.training.model_logging import _no_partial_model
 
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
     mine = store.open()
