@@ -27,8 +27,8 @@ from papertrack.models.hierarchy import LabelSpace
 from papertrack.models.native_mixture import mix
 from papertrack.training.cv import cv_result, scored_rows
 from papertrack.training.data import TrainingSet
-from papertrack.training.evaluation import CandidateResult, cv_metrics
 from papertrack.training.fits import Fit, run_fits
+from papertrack.training.results import CandidateResult, cv_metrics
 from papertrack.training.scoring import evaluate, log_loss, top_k_accuracy
 
 NATIVE_CANDIDATE = "tfidf-word-logreg"  # what the native model is (its own TF-IDF, fitted on the own papers)

@@ -11,7 +11,7 @@ from papertrack.errors import UsageError
 from papertrack.models.candidates import Candidate
 from papertrack.models.catalogue import known, select
 from papertrack.training.data import Direction, TrainingSet, shift_directions, temporal_direction
-from papertrack.training.evaluation import CandidateResult
+from papertrack.training.results import CandidateResult
 
 MIN_SHIFT_RECORDS = 100  # a source this small is neither a fair test set nor a usable training side
 COST_METRIC = "predict_ms_per_abstract"

@@ -16,9 +16,9 @@ from rich.text import Text
 
 from papertrack import settings
 from papertrack.models.candidates import Candidate
-from papertrack.training.evaluation import CandidateResult, Listener
 from papertrack.training.pipeline import Embedded
 from papertrack.training.planning import COST_METRIC, Note
+from papertrack.training.results import CandidateResult, Listener
 
 if TYPE_CHECKING:
     from papertrack.training.sweep import SweepResult

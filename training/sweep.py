@@ -20,9 +20,9 @@ from papertrack.store import Store
 from papertrack.training import artifact_extras, pipeline
 from papertrack.training.champion import ChampionChoice
 from papertrack.training.config import DEFAULT_BUDGET_MS, SweepConfig
-from papertrack.training.evaluation import CandidateResult, Listener
 from papertrack.training.planning import plan_candidates, plan_holdouts, within_budget
 from papertrack.training.report import SweepReport
+from papertrack.training.results import CandidateResult, Listener
 from papertrack.training.sweep_logging import SweepLogger
 
 __all__ = ["DEFAULT_BUDGET_MS", "SweepConfig", "SweepResult", "run_sweep"]

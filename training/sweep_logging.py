@@ -26,10 +26,10 @@ from papertrack.training import tracking
 from papertrack.training.champion import promotion
 from papertrack.training.config import SweepConfig
 from papertrack.training.data import TrainingSet, labels_by_year
-from papertrack.training.evaluation import CandidateResult, Listener
 from papertrack.training.model_logging import log_model
 from papertrack.training.pipeline import Embedded, Prepared, Refit, contender
 from papertrack.training.planning import CandidatePlan, Holdouts
+from papertrack.training.results import CandidateResult, Listener
 from papertrack.training.run_log import (
     RunLog,
     bounded,

@@ -64,7 +64,7 @@ def test_stored_hits_under_the_old_metric_name_still_challenge(monkeypatch):
 
 
 def test_evaluations_name_their_metrics_with_their_prefix():
-    from papertrack.training.evaluation import cv_metrics, insample_metrics
+    from papertrack.training.results import cv_metrics, insample_metrics
 
     scores = {"label_top1": 0.5, "label_top3": 0.9, "label_macro_f1": 0.4, "area_top1": 0.7, "ece": 0.1}
     assert cv_metrics(scores) == {
