@@ -64,6 +64,7 @@ def crosswalk(
 ) -> None:
     from papertrack.console import console, err_console
     from papertrack.training import crosswalk_proposal as cp
+    from papertrack.training import crosswalk_render
     from papertrack.training.data import default_data_paths, source_of
     from papertrack.training.dataset import load_dataset
     from papertrack.training.taxonomies import taxonomy_slug
@@ -120,7 +121,7 @@ def crosswalk(
         )
         say(f"Nothing to map: {why}; no crosswalk written (a crosswalk needs an entry).")
         raise typer.Exit(1)
-    text = cp.render(proposal, command)
+    text = crosswalk_render.render(proposal, command)
     write_text(out, text)
     s = proposal.summary()
     say(

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from papertrack.features.crosswalk import read_crosswalk
 from papertrack.training import crosswalk_proposal as cp
+from papertrack.training import crosswalk_render
 
 COMMON = [f"common{i}" for i in range(15)]
 
@@ -108,7 +109,9 @@ def test_each_known_change_is_found(proposal):
 
 def test_the_written_file_reads_back(proposal, tmp_path):
     path = tmp_path / "cw.yaml"
-    path.write_text(cp.render(proposal, "papertrack crosswalk --from 'Venue 2024' --to 'Venue 2025'"), "utf-8")
+    path.write_text(
+        crosswalk_render.render(proposal, "papertrack crosswalk --from 'Venue 2024' --to 'Venue 2025'"), "utf-8"
+    )
     crosswalk = read_crosswalk(path)
     assert crosswalk.source == "Venue 2024" and crosswalk.target == "Venue 2025"
     tracks = {old: dict(pairs) for old, pairs in crosswalk.tracks.items()}
