@@ -35,12 +35,14 @@ class NoProfile(PapertrackError):
 
 
 class DriftRequest(BaseModel):
-    """Body of ``POST /drift``: ``{"papers": [{"abstract": ..., "title": ...}, ...], "taxonomy": ...}`` (as
-    /predict_batch: the report is against the asked taxonomy's training profile)."""
+    """Body of ``POST /drift``: the body of ``/predict_batch`` (``{"papers": [...], "top_k": ..., "taxonomy":
+    ...}``: a client sends the same body to both); the report is against the asked taxonomy's training profile
+    (``top_k`` is checked as there and does not change the report)."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
     papers: Annotated[
         list[schemas.Paper],
         Field(min_length=1, max_length=schemas.MAX_BATCH, description=f"1 to {schemas.MAX_BATCH:,} papers."),
     ]
+    top_k: schemas.TopK = schemas.DEFAULT_TOP_K
     taxonomy: schemas.Taxonomy = None

@@ -209,7 +209,7 @@ class PaperTrack:
         from papertrack.serving.http.drift_api import NoProfile, batch_report
 
         asked = validated(DriftRequest, body)
-        head, _ = self._head(asked.taxonomy, schemas.DEFAULT_TOP_K)
+        head, _ = self._head(asked.taxonomy, asked.top_k)
         papers = asked.papers
         try:
             report = batch_report(head, [p.abstract for p in papers], [p.title for p in papers])

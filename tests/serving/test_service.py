@@ -504,6 +504,10 @@ def test_drift_endpoint_answers_the_drift_report_of_the_batch(client, pyfunc):
     for key in ("label_js", "area_js", "unsure_share", "oov_share", "labels_moved_most", "outside"):
         assert body[key] == expected[key]
     assert client.post("/drift", json={"papers": []}).status_code == 400
+    # the body of /predict_batch, top_k included, is a /drift body too
+    same = client.post("/drift", json={"papers": [{"abstract": a} for a in abstracts], "top_k": 5})
+    assert same.status_code == 200 and same.json()["label_js"] == expected["label_js"]
+    assert client.post("/drift", json={"papers": [{"abstract": abstracts[0]}], "top_k": 0}).status_code == 400
 
 
 def test_an_upload_the_client_abandons_is_one_log_line(caplog):
