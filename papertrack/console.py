@@ -10,8 +10,18 @@ from __future__ import annotations
 import sys
 
 from rich.console import Console
+from rich.table import Table
 
-# stdout: results and reports; piped or redirected, lines keep up to 160 columns instead of rich's 80
-console = Console(width=None if sys.stdout.isatty() else 160)
-# stderr: progress, warnings and the one `error:` line
-err_console = Console(stderr=True)
+# stdout: results and reports. Piped or redirected (a log file), nothing is wrapped or cut: a line is as long as
+# it is, a table at its natural width with plain lines instead of box drawing (no `--json` needed to read it)
+_STDOUT_TTY = sys.stdout.isatty()
+console = Console(width=None if _STDOUT_TTY else 100_000, soft_wrap=not _STDOUT_TTY)
+# stderr: progress, warnings and the one `error:` line (never wrapped when it goes to a file)
+err_console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())
+
+
+def table(**options) -> Table:
+    """A rich Table for ``console``: box lines on a terminal, plain space-separated columns elsewhere."""
+    if not console.is_terminal:
+        options = {**options, "box": None}
+    return Table(**options)

@@ -6,10 +6,10 @@ import json
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from papertrack import settings
 from papertrack.console import console
+from papertrack.console import table as plain_table
 
 
 def describe(predictor) -> list[dict]:
@@ -52,7 +52,7 @@ def taxonomies(
     if as_json:
         console.print_json(json.dumps(found, ensure_ascii=False))
         return
-    table = Table(title=f"Taxonomies of {model}")
+    table = plain_table(title=f"Taxonomies of {model}")
     for column in ("taxonomy", "labels", "areas", "own papers", "sources", "set coverage / size"):
         table.add_column(column, overflow="fold")
     for t in found:
@@ -67,7 +67,7 @@ def taxonomies(
     console.print(table)
     if labels:
         for t in found:
-            listing = Table(title=f"{t['name']}: labels (its own papers)")
+            listing = plain_table(title=f"{t['name']}: labels (its own papers)")
             listing.add_column("label", overflow="fold")
             listing.add_column("papers", justify="right")
             for item in sorted(t["labels"], key=lambda x: -(x["records"] or 0)):

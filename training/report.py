@@ -5,16 +5,17 @@ console it is given (the CLI's, :mod:`papertrack.console`); without one, its lin
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
 from papertrack import settings
+from papertrack.console import table as plain_table
 from papertrack.models.candidates import Candidate
 from papertrack.training.pipeline import Embedded
 from papertrack.training.planning import COST_METRIC, Note
@@ -68,9 +69,12 @@ class SweepReport(Listener):
                 f"the cache, {e.encoded:,} encoded in {e.seconds:.1f} s{rate} ({escape(e.where)})"
             )
 
-    # the evaluation's progress
+    # the evaluation's progress: a bar on a terminal; elsewhere (a log file, a pipe) a plain line every ~10 s
+    PLAIN_EVERY = 10.0
+
     def __enter__(self) -> SweepReport:
-        if self.console is not None:
+        self._plain = {"done": 0, "total": 0, "name": "", "started": time.monotonic(), "said": time.monotonic()}
+        if self.console is not None and self.console.is_terminal:
             columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
             self.progress = Progress(*columns, console=self.console, transient=False)
             self.progress.start()
@@ -81,10 +85,12 @@ class SweepReport(Listener):
             self.progress.stop()
 
     def started(self, total_folds: int) -> None:
+        self._plain.update(total=total_folds, started=time.monotonic(), said=time.monotonic())
         if self.progress is not None:
             self.task = self.progress.add_task("cross-validating", total=total_folds)
 
     def candidate_started(self, candidate: Candidate) -> None:
+        self._plain["name"] = candidate.name
         if self.progress is None:
             return
         if not candidate.is_ensemble:
@@ -95,6 +101,17 @@ class SweepReport(Listener):
     def fold_done(self, candidate: Candidate) -> None:
         if self.progress is not None:
             self.progress.advance(self.task)
+            return
+        plain = self._plain
+        plain["done"] += 1
+        now = time.monotonic()
+        if self.console is not None and now - plain["said"] >= self.PLAIN_EVERY:
+            plain["said"] = now
+            elapsed = int(now - plain["started"])
+            self.line(
+                f"cross-validating {escape(str(plain['name']))}: {plain['done']}/{plain['total']} folds, "
+                f"{elapsed // 60}:{elapsed % 60:02d} elapsed"
+            )
 
     def candidate_done(self, result: CandidateResult) -> None:
         self.line(candidate_line(result.candidate.name, result.metrics))
@@ -149,7 +166,7 @@ def print_results(console: Console, result: SweepResult) -> None:
     shift = "shift_label_top3" in result.baseline
     later = "temporal_label_top3" in result.baseline
     title = f"Results (data {result.data_digest}; the champion is chosen on the {result.yardstick or 'CV'})"
-    table = Table(title=title)
+    table = plain_table(title=title)
     table.add_column("candidate", no_wrap=True)
     columns = {
         **(TEMPORAL_COLUMNS if later else {}),
