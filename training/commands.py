@@ -47,7 +47,12 @@ def train(
     ] = DEFAULTS.shift_holdout,
     force: Annotated[bool, typer.Option("--force", help=option_help("force"))] = DEFAULTS.force,
     no_crosswalks: Annotated[
-        bool, typer.Option("--no-crosswalks", help="No crosswalk, not even the shipped ones: one taxonomy.")
+        bool,
+        typer.Option(
+            "--no-crosswalks",
+            help="No crosswalk, not even the shipped ones or those beside the data: a venue with names of "
+            "its own is still a taxonomy of its own, taught by the names it shares with the older ones.",
+        ),
     ] = False,
 ) -> None:
     """Evaluate every candidate (one MLflow run each) on next year's papers, refit the best, register it."""
