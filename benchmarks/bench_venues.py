@@ -174,6 +174,8 @@ def figures(args) -> None:
             per_head.append(out)
         report["seeds"][seed] = {"heads": per_head, "seconds": round(time.perf_counter() - started, 1)}
         print(json.dumps({seed: report["seeds"][seed]}), flush=True)
+        if args.hits:  # after each seed: a long run stopped early keeps what it measured
+            np.savez_compressed(args.hits, **{k.replace("|", "__"): v for k, v in saved.items()})
     means: dict = defaultdict(lambda: defaultdict(list))
     for seed_report in report["seeds"].values():
         for out in seed_report["heads"]:
@@ -184,8 +186,6 @@ def figures(args) -> None:
     print(json.dumps(report["mean"], indent=1))
     if args.out:
         args.out.write_text(json.dumps(report, indent=1) + "\n")
-    if args.hits:
-        np.savez_compressed(args.hits, **{k.replace("|", "__"): v for k, v in saved.items()})
 
 
 def compare(args) -> None:
