@@ -274,8 +274,16 @@ def _check_cycles(crosswalk: Crosswalk) -> None:
                 pending.append(iter(edges.get(nxt, ())))
 
 
+BESIDE_PATTERN = "*-to-*.yaml"  # a crosswalk placed beside the labeled data (what `papertrack crosswalk` writes)
+
+
+def crosswalks_beside(folder: Path) -> list[Path]:
+    """The crosswalk files placed in a data folder (:data:`BESIDE_PATTERN`), sorted by name."""
+    return sorted(p for p in Path(folder).glob(BESIDE_PATTERN) if p.is_file())
+
+
 def shipped_crosswalks() -> list[Path]:
-    """The crosswalks papertrack ships for the shared data's known changes (ICML 2024 -> ICML 2025)."""
+    """The crosswalks papertrack ships for the shared data's known changes (data files in features/crosswalks)."""
     return sorted(SHIPPED_FOLDER.glob("*.yaml"))
 
 

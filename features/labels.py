@@ -1,7 +1,8 @@
 """The label grammar: how a track is written and read — "Area · Subarea", "Area->Subarea" or "Area".
 
-The one place that knows the separators, the canonical spelling and the known taxonomy (the
-ICML/ICLR virtual-site topics: 8 areas and their subareas); ingestion, the label space and every
+The one place that knows the separators, the canonical spelling and the known taxonomy (the grammar's base: the
+2024 ICML/ICLR virtual-site topics, 8 areas and their subareas; every other venue's names are learned from its
+labeled data when it is read, :func:`learn_names`); ingestion, the label space and every
 output use it. Spelling variants of a known track — any letter case, "→", "•", " - " or "->" as the
 separator, zero-width characters, a BOM — are read as that track (``normalise_label``), so they
 cannot split the taxonomy; an area outside the known taxonomy is kept as written and reported by
@@ -16,6 +17,8 @@ import difflib
 import logging
 import re
 import unicodedata
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 log = logging.getLogger(__name__)
 
@@ -117,45 +120,7 @@ KNOWN_TAXONOMY: dict[str, tuple[str, ...]] = {
         "Reinforcement Learning and Planning",
     ),
 }
-# ICML 2025's re-cut taxonomy (the shared data's icml2025_dev_topics.jsonl; features/crosswalks maps 2024's names
-# to it): its new names are known too, so that neither is reported as a misspelling of the other
-ICML_2025_NEW: dict[str, tuple[str, ...]] = {
-    "Applications": ("Chemistry, Physics, and Earth Sciences", "Health / Medicine", "Social Sciences"),
-    "Deep Learning": ("Foundation Models",),
-    "General Machine Learning": (
-        "Causality",
-        "Clustering",
-        "Evaluation",
-        "Everything Else",
-        "Hardware and Software",
-        "Kernel methods",
-        "Online Learning, Active Learning and Bandits",
-        "Representation Learning",
-        "Scalable Algorithms",
-        "Sequential, Network, and Time Series Modeling",
-        "Supervised Learning",
-        "Transfer, Multitask and Meta-learning",
-        "Unsupervised and Semi-supervised Learning",
-    ),
-    "Position": (
-        "Data",
-        "Methodology",
-        "Risk_safety_policy",
-        "Social_ethical_env_impact",
-        "Understanding",
-    ),
-    "Social Aspects": (
-        "Accountability, Transparency, and Interpretability",
-        "Alignment",
-        "Fairness",
-        "Privacy",
-        "Robustness",
-        "Safety",
-        "Security",
-    ),
-}
-for _area, _subs in ICML_2025_NEW.items():
-    KNOWN_TAXONOMY[_area] = tuple(sorted({*KNOWN_TAXONOMY.get(_area, ()), *_subs}))
+# the names every other taxonomy knows come from its data: the labels of the labeled files read (learn_names)
 KNOWN_AREAS = tuple(KNOWN_TAXONOMY)
 SEPARATORS = ("·", "->", "→", "•", "›")  # plus " - " / " – " / " — " with spaces around
 _LABEL_SEPARATOR = re.compile(r"\s*(?:·|->|→|•|›)\s*")
@@ -212,6 +177,42 @@ def normalise_label(text: str, warn: bool = True) -> tuple[str, str | None]:
 
 SUGGESTION_CUTOFF = 0.75  # difflib similarity a known name needs to be offered as "did you mean"
 _warned: set[tuple[str, str]] = set()
+_deferred: list[tuple[str, str]] | None = None  # while reading labeled files: the warnings not yet given
+
+
+def learn_names(labels: Iterable[str]) -> None:
+    """Make ``labels`` (canonical "Area · Subarea" or "Area", read from labeled data) known names: a venue's names
+    come from its data, so none of them is taken for a misspelling of another's (for the rest of the process)."""
+    global KNOWN_AREAS
+    for label in labels:
+        area, subarea = normalise_label(label, warn=False)
+        subs = KNOWN_TAXONOMY.get(area, ())
+        if subarea is not None and subarea not in subs:
+            KNOWN_TAXONOMY[area] = tuple(sorted({*subs, subarea}))
+            _SUBAREA_BY_KEY[(area, _key(subarea))] = subarea
+        elif area not in KNOWN_TAXONOMY:
+            KNOWN_TAXONOMY[area] = subs
+        _AREA_BY_KEY.setdefault(_key(area), area)
+    KNOWN_AREAS = tuple(KNOWN_TAXONOMY)
+
+
+@contextmanager
+def warnings_after_reading() -> Iterator[list[tuple[str, str]]]:
+    """Within: "did you mean" warnings wait (in the yielded list); the caller learns the data's names
+    (:func:`learn_names`), then :func:`give_warnings` gives the ones still unknown."""
+    global _deferred
+    outer, _deferred = _deferred, []
+    try:
+        yield _deferred
+    finally:
+        _deferred = outer
+
+
+def give_warnings(pending: Iterable[tuple[str, str]]) -> None:
+    """The waiting warnings of subareas that are still not known names."""
+    for area, subarea in pending:
+        if subarea not in KNOWN_TAXONOMY.get(area, ()):
+            _warn_unknown_subarea(area, subarea)
 
 
 def nearest_known_label(text: str) -> str | None:
@@ -243,6 +244,9 @@ def _close(name: str, known) -> str | None:
 
 
 def _warn_unknown_subarea(area: str, subarea: str) -> None:
+    if _deferred is not None:
+        _deferred.append((area, subarea))
+        return
     if (area, subarea) in _warned:
         return
     _warned.add((area, subarea))
@@ -258,7 +262,8 @@ def _warn_unknown_subarea(area: str, subarea: str) -> None:
 
 
 def is_known_area(area: str) -> bool:
-    """True for one of the 8 areas of the known taxonomy (canonical spelling, as ``normalise_label`` returns)."""
+    """True for an area of the known taxonomy (canonical spelling, as ``normalise_label`` returns): the built-in
+    grammar's 8 and those learned from labeled data (:func:`learn_names`)."""
     return area in KNOWN_TAXONOMY
 
 

@@ -50,7 +50,12 @@ def train(
         str | None, typer.Option("--plots", metavar="top2|all|none", help=option_help("plots"))
     ] = DEFAULTS.plots,
     no_crosswalks: Annotated[
-        bool, typer.Option("--no-crosswalks", help="No crosswalk, not even the shipped ones: one taxonomy.")
+        bool,
+        typer.Option(
+            "--no-crosswalks",
+            help="No crosswalk, not even the shipped ones or those beside the data: a venue with names of "
+            "its own is still a taxonomy of its own, taught by the names it shares with the older ones.",
+        ),
     ] = False,
 ) -> None:
     """Evaluate every candidate (one MLflow run each) on next year's papers, refit the best, register it."""

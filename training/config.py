@@ -35,9 +35,9 @@ class SweepConfig:
     data_paths: Sequence[Path] = field(
         default=(),
         metadata=_help(
-            "Labeled file(s): JSONL/JSON/CSV(.gz) or a text dump. Default: the four labeled sources in "
-            "$PAPERTRACK_DATA_DIR (../shared/data): iclr2024_topics.jsonl, icml2024_topics.jsonl, "
-            "iclr2025_dev_topics.jsonl and icml2025_dev_topics.jsonl."
+            "Labeled file(s): JSONL/JSON/CSV(.gz) or a text dump. Default: every labeled file named *_topics.jsonl "
+            "in $PAPERTRACK_DATA_DIR (../shared/data), one venue and year each (a file that is not labeled data is "
+            "skipped, with a warning)."
         ),
     )
     fmt: str | None = field(default=None, metadata=_help("Force the input format"))
@@ -90,7 +90,8 @@ class SweepConfig:
         metadata=_help(
             "Crosswalk file(s) (YAML: old name -> new name(s), renames, merges, splits with shares): its 'to' "
             "taxonomy gets a head of its own, taught by the older papers through it (repeatable). Default: the "
-            "shipped ones (ICML 2024 -> ICML 2025), used when the data has their target's papers."
+            "crosswalk files (*-to-*.yaml) beside the labeled data, and the shipped ones, used when the data has their "
+            "target's papers (a file beside the data replaces a shipped one of the same target)."
         ),
     )
     extra_candidates: Sequence[Candidate] = field(
@@ -139,10 +140,19 @@ class SweepConfig:
 
     @property
     def crosswalk_paths(self) -> list[Path]:
-        """The crosswalks to read: ``crosswalks``, else the shipped ones (features/crosswalks)."""
+        """The crosswalks to read: ``crosswalks``, else the ones beside the labeled files, then the shipped ones
+        (features/crosswalks)."""
         from papertrack.features.crosswalk import shipped_crosswalks
 
-        return list(self.crosswalks) if self.crosswalks is not None else shipped_crosswalks()
+        return list(self.crosswalks) if self.crosswalks is not None else self.beside_crosswalks + shipped_crosswalks()
+
+    @property
+    def beside_crosswalks(self) -> list[Path]:
+        """The crosswalk files (``*-to-*.yaml``) in the folders of the labeled files (the data folder by default)."""
+        from papertrack.features.crosswalk import crosswalks_beside
+
+        folders = dict.fromkeys(p.parent for p in self.paths)
+        return [path for folder in folders for path in crosswalks_beside(folder)]
 
     @property
     def budget(self) -> float | None:

@@ -48,7 +48,7 @@ def crosswalk(
         typer.Option(
             "--data",
             "-d",
-            help="Labeled file(s) (repeatable). Default: the four labeled sources in $PAPERTRACK_DATA_DIR.",
+            help="Labeled file(s) (repeatable). Default: every labeled *_topics.jsonl in $PAPERTRACK_DATA_DIR.",
         ),
     ] = None,
     fmt: Annotated[str | None, typer.Option("--format", help=f"Force the input format: {', '.join(FORMATS)}.")] = None,

@@ -1,10 +1,12 @@
 """Turning loaded records into training arrays, the digest that identifies a training set, the
-default training data (three sources, two years), the year of each source, the temporal holdout (train on
+default training data (every labeled file of the data folder), the year of each source, the temporal holdout (train on
 the earlier years, test on the latest) and the sources a cross-venue shift holdout keeps apart."""
 
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -19,34 +21,71 @@ from papertrack.features.text import model_text
 from papertrack.models.hierarchy import LabelSpace
 from papertrack.training.renames import RenameMap
 
-# the labeled sources papertrack trains on by default, in $PAPERTRACK_DATA_DIR: two venues of 2024 and the
-# latest year of each (ICLR 2025 in ICLR's names, ICML 2025 in its re-cut taxonomy), which the temporal holdout
-# tests on, each in its own names
-DEFAULT_FILES = (
-    "iclr2024_topics.jsonl",
-    "icml2024_topics.jsonl",
-    "iclr2025_dev_topics.jsonl",
-    "icml2025_dev_topics.jsonl",
-)
+# the labeled sources papertrack trains on by default: every file of $PAPERTRACK_DATA_DIR whose name matches this
+# rule (one venue and year per file, e.g. iclr2024_topics.jsonl); no venue is named in the code
+SOURCE_PATTERN = "*_topics.jsonl"
 _YEAR_IN_NAME = re.compile(r"(?<!\d)((?:19|20)\d\d)(?!\d)")
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The labeled files found in a data folder, and the ones matching the rule that are skipped (with why)."""
+
+    paths: list[Path]
+    skipped: list[tuple[Path, str]]
+
+
+def not_labeled_data(path: Path) -> str:
+    """Why ``path`` (a file matching :data:`SOURCE_PATTERN`) is not labeled data, or "" when it is: its first
+    non-empty line must be a JSON object with an abstract and a label."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            first = next((line for line in handle if line.strip()), None)
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"cannot be read as UTF-8 text ({type(exc).__name__})"
+    if first is None:
+        return "it is empty"
+    try:
+        record = json.loads(first)
+    except ValueError:
+        return "its first line is not JSON (a labeled file holds one JSON record per line)"
+    if not isinstance(record, dict):
+        return f"its first line is a JSON {type(record).__name__}, not a record"
+    if not any(isinstance(record.get(k), str) and record[k].strip() for k in ("label", "topic", "area")):
+        return "its first record has no label (no 'label', 'topic' or 'area' field): unlabeled data is not trained on"
+    if not any(isinstance(record.get(k), str) and record[k].strip() for k in ("abstract", "text")):
+        return "its first record has no abstract"
+    return ""
+
+
+def find_sources(data_dir: Path) -> Sources:
+    """Every file in ``data_dir`` matching :data:`SOURCE_PATTERN` (sorted by name), each checked to be labeled data."""
+    paths, skipped = [], []
+    for path in sorted(Path(data_dir).glob(SOURCE_PATTERN)):
+        if not path.is_file():
+            continue
+        why = not_labeled_data(path)
+        if why:
+            skipped.append((path, why))
+        else:
+            paths.append(path)
+    return Sources(paths, skipped)
 
 
 def default_data_paths(data_dir: Path) -> list[Path]:
-    """The four labeled sources; a missing file is a UsageError that says what to do."""
-    paths = [Path(data_dir) / name for name in DEFAULT_FILES]
-    missing = [p for p in paths if not p.exists()]
-    if missing:
-        found = [p.name for p in paths if p.exists()]
+    """The labeled sources of the data folder (:func:`find_sources`); each file matching the rule that is skipped is
+    one warning naming it and why; none at all is a UsageError that says what to do."""
+    found = find_sources(data_dir)
+    for path, why in found.skipped:
+        log.warning("skipped %s: %s", path, why)
+    if not found.paths:
+        skipped = f" ({len(found.skipped)} skipped, see above)" if found.skipped else ""
         raise UsageError(
-            f"the default training data is the labeled sources ({', '.join(DEFAULT_FILES)}) in {data_dir}, but "
-            f"{', '.join(str(p) for p in missing)} is missing. Set PAPERTRACK_DATA_DIR to the folder holding both, "
-            + (
-                f"or train on what you have: papertrack train --data {paths[0] if found else 'FILE'}"
-                if found
-                else "or pass --data FILE"
-            )
+            f"the default training data is every labeled file named {SOURCE_PATTERN} in {data_dir}, and there is "
+            f"none{skipped}. Set PAPERTRACK_DATA_DIR to the folder holding them, or pass --data FILE"
         )
-    return paths
+    return found.paths
 
 
 def source_of(record: Record) -> str:

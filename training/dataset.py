@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from os import PathLike
 
+from papertrack.features import labels as label_grammar
 from papertrack.features.ingest import (
     BadRecord,
     IngestError,
@@ -22,6 +23,8 @@ from papertrack.features.ingest import (
     make_id,
 )
 from papertrack.features.labels import is_known_area
+
+NAME_MIN_RECORDS = 5  # a label the labeled data holds at least this often is one of its taxonomy's names
 
 
 @dataclass
@@ -100,15 +103,25 @@ def load_dataset(
     summary = LoadSummary(accepted_suggested=accept_suggested)
     records: list[Record] = []
     seen: dict[str, str | None] = {}  # make_id(abstract) -> label of the kept record
-    for path in path_list:
-        file_format = detect_format(path, fmt)
-        summary.files.append(display_name(path))
-        summary.formats.append(file_format)
-        for item in iter_records(path, file_format, labeled=labeled):
-            summary.read += 1
-            record = _accept(item, summary, seen)
-            if record is not None:
-                records.append(record)
+    with label_grammar.warnings_after_reading() as pending:
+        for path in path_list:
+            file_format = detect_format(path, fmt)
+            summary.files.append(display_name(path))
+            summary.formats.append(file_format)
+            for item in iter_records(path, file_format, labeled=labeled):
+                summary.read += 1
+                record = _accept(item, summary, seen)
+                if record is not None:
+                    records.append(record)
+    # the names a taxonomy knows come from its data: a label (and an area) held by NAME_MIN_RECORDS records is
+    # a name, not a misspelling; rarer ones near a known name are still said
+    by_label = Counter(r.label for r in records if r.label)
+    by_area = Counter(r.area for r in records if r.label and r.area)
+    label_grammar.learn_names(
+        [label for label, n in by_label.items() if n >= NAME_MIN_RECORDS]
+        + [area for area, n in by_area.items() if n >= NAME_MIN_RECORDS]
+    )
+    label_grammar.give_warnings(dict.fromkeys(pending))
     summary.kept = len(records)
     summary.unknown_areas = dict(Counter(r.area for r in records if r.area and not is_known_area(r.area)).most_common())
     summary.label_counts = dict(Counter(r.label for r in records if r.label is not None).most_common())

@@ -25,7 +25,7 @@ from papertrack.training import artifact_extras, native_mixture, preflight, taxo
 from papertrack.training.champion import ChampionChoice, Contender, choose_champion, promotion
 from papertrack.training.config import SweepConfig
 from papertrack.training.cv import check_trainable, fold_indices, known_names_split
-from papertrack.training.data import Direction, TrainingSet, one_year_only, source_of, temporal_direction
+from papertrack.training.data import Direction, TrainingSet, one_year_only, temporal_direction
 from papertrack.training.dataset import load_dataset
 from papertrack.training.evaluation import (
     SHIFT_METRICS,
@@ -86,13 +86,10 @@ def prepare(config: SweepConfig, records: list) -> Prepared:
     """Check that the records can be trained on (labels, memory) and make the training set (renames applied)."""
     files = [str(p) for p in config.paths]
     rename_map = RenameMap.with_extra(config.renames)
-    crosswalks = taxonomies.read_crosswalks(config.crosswalk_paths)
-    if config.crosswalks is None:  # the shipped ones: only where the data has their target's papers
-        present = {source_of(r) for r in records}
-        crosswalks = [cw for cw in crosswalks if cw.target in present]
+    crosswalks = taxonomies.default_crosswalks(config, records)
     check_trainable([rename_map.apply(r.label) for r in records], config.folds, files)
     preflight.check(records, files, jobs=config.n_jobs)  # labels that cannot fit in memory: refuse
-    heads = taxonomies.build(records, rename_map, crosswalks, use_title=config.use_title)
+    heads = taxonomies.build(records, rename_map, crosswalks, use_title=config.use_title, strict=True)
     for head in heads.heads[1:]:
         check_trainable(head.data.labels, config.folds, files)
     data = heads.default.data

@@ -7,9 +7,11 @@ shared settings (the same candidate, the same seed) but in its own label space:
   papers, which share one set of names (``--rename`` and the built-in rename map apply here). It is named after
   its latest source ("ICLR 2025"; "ICLR 2024 + ICML 2024" when two venues share the latest year) and answers to
   any of its sources' names as well;
-* each **crosswalk target** (``train --crosswalk FILE``; papertrack ships ``icml2024-to-icml2025.yaml``) is a
-  taxonomy of its own: its own papers keep their names, and every record of the main taxonomy teaches it through
-  the crosswalk — a renamed or merged track as its new name; a split track once per new name that holds at
+* each source (venue + year) with a label set of its own is a taxonomy of its own (:func:`group_sources`), and so
+  is each **crosswalk target** (``train --crosswalk FILE``, a ``*-to-*.yaml`` beside the data, or the shipped ones
+  in ``features/crosswalks``): its own papers keep their names, and every record of the main taxonomy (and of the
+  taxonomies before it) teaches it through the crosswalk — without one, by the names and areas they share —
+  a renamed or merged track as its new name; a split track once per new name that holds at
   least :data:`SPLIT_MIN_SHARE` of it (at least its largest); a name the target does not have and no entry maps
   becomes its area's area-only label, said in a note. No record is dropped: each one teaches every head.
 """
@@ -64,8 +66,9 @@ class Taxonomies:
 
 
 def taxonomy_slug(name: str) -> str:
-    """A taxonomy's name as it appears in metric names: "ICML 2025" -> "icml2025" (bounded, MLflow-safe)."""
-    slug = "".join(ch for ch in name.lower() if ch.isalnum() or ch in "-_+")
+    """A taxonomy's name as it appears in metric names: "ICML 2025" -> "icml2025", "ICLR 2024 + ICML 2024" ->
+    "iclr2024_icml2024" (bounded; MLflow-safe: letters, digits, "-" and "_" only)."""
+    slug = "".join(ch if ch.isalnum() or ch in "-_" else "_" if ch == "+" else "" for ch in name.lower())
     return (slug or "taxonomy")[:60]
 
 
@@ -93,10 +96,71 @@ def read_crosswalks(paths: Sequence[str | Path]) -> list[Crosswalk]:
     return crosswalks
 
 
+NEW_NAMES_SHARE = 0.1  # a source with more of its records under names an older taxonomy lacks is a taxonomy of its own
+NEW_NAMES_MIN_RECORDS = 10  # ... and at least this many (a few odd labels, a file without a year, start none)
+
+
+def group_sources(records: Sequence[Record], renames: RenameMap, own: Sequence[str] = ()) -> list[list[str]]:
+    """The taxonomies of the data, as lists of sources (venue + year), the main one first: sources in order of year
+    (then the larger first; sources without a year last) join the taxonomy whose names cover all but
+    :data:`NEW_NAMES_SHARE` of their records (the one covering most); a source with a label set of its own (more
+    than that share and at least :data:`NEW_NAMES_MIN_RECORDS` records under names no taxonomy before it has)
+    starts a taxonomy of its own, with or without a crosswalk.
+    ``own``: sources that are a taxonomy of their own whatever their names (crosswalk targets)."""
+    counts: dict[str, Counter[str]] = {}
+    years: dict[str, int] = {}
+    for r in records:
+        source = source_of(r)
+        counts.setdefault(source, Counter())[renames.apply(r.label or "")] += 1
+        years.setdefault(source, year_of(r) or -1)
+    groups: list[tuple[list[str], set[str]]] = []
+    for source in sorted(counts, key=lambda s: (years[s] if years[s] >= 0 else 10**6, -counts[s].total(), s)):
+        labels = counts[source]
+        total = labels.total()
+
+        def new_records(names: set[str], labels: Counter[str] = labels) -> int:
+            return sum(n for label, n in labels.items() if label not in names)
+
+        fits = [] if source in own else [(new_records(names), i) for i, (_, names) in enumerate(groups)]
+        fits = [f for f in fits if f[0] <= NEW_NAMES_SHARE * total or f[0] < NEW_NAMES_MIN_RECORDS]
+        if fits:
+            _, best = min(fits)
+            groups[best][0].append(source)
+            groups[best][1].update(labels)
+        else:
+            groups.append(([source], set(labels)))
+    # the others in order of their first year, then name: each is taught by the main one and the ones before it
+    first = [sources for sources, _ in groups[:1]]
+    rest = sorted((sources for sources, _ in groups[1:]), key=lambda g: (min(years[s] for s in g), g[0]))
+    return first + rest
+
+
+def default_crosswalks(config, records: Sequence[Record]) -> list[Crosswalk]:
+    """The crosswalks of a sweep (``config``: a SweepConfig): the ones it names (``--crosswalk``), else the ones
+    beside the labeled files and the shipped ones — a shipped one only where the data has its target's papers and no
+    file beside the data targets it too."""
+    if config.crosswalks is not None:
+        return read_crosswalks(config.crosswalk_paths)
+    from papertrack.features.crosswalk import shipped_crosswalks
+
+    beside = read_crosswalks(config.beside_crosswalks)
+    present = {source_of(r) for r in records}
+    taken = {cw.target for cw in beside}
+    shipped = [cw for cw in map(read_crosswalk, shipped_crosswalks()) if cw.target in present - taken]
+    return beside + shipped
+
+
 def build(
-    records: Sequence[Record], renames: RenameMap, crosswalks: Sequence[Crosswalk], use_title: bool = False
+    records: Sequence[Record],
+    renames: RenameMap,
+    crosswalks: Sequence[Crosswalk],
+    use_title: bool = False,
+    strict: bool = False,
 ) -> Taxonomies:
-    """The heads of a sweep: the main taxonomy and one per crosswalk target (present in the data)."""
+    """The heads of a sweep: the main taxonomy, and one per other taxonomy of the data (:func:`group_sources`) —
+    taught by the main taxonomy's papers and those of the heads before it (ICML 2025's papers teach NeurIPS 2025,
+    not the reverse), through its crosswalk when one targets it, else through the names it shares with them.
+    ``strict``: a crosswalk whose target no source is is a UsageError naming its file (a warning otherwise)."""
     records = list(records)
     present = Counter(source_of(r) for r in records)
     notes: list[Note] = []
@@ -104,6 +168,11 @@ def build(
     for cw in crosswalks:
         if cw.target in present:
             usable.append(cw)
+        elif strict:
+            raise UsageError(
+                f"{cw.path}: the crosswalk maps names to {cw.target!r}, but no labeled source is {cw.target!r} "
+                f"(the sources: {', '.join(present)}); fix its 'to:' or add that venue's labeled file"
+            )
         else:
             notes.append(
                 Note(
@@ -112,20 +181,30 @@ def build(
                     "warning",
                 )
             )
-    targets = {cw.target for cw in usable}
-    main_records = [r for r in records if source_of(r) not in targets]
+    by_target = {cw.target: cw for cw in usable}
+    groups = group_sources(records, renames, own=list(by_target))
+    notes += _same_source_disagreements(records, renames)
     heads: list[Head] = []
     main = None
+    main_sources = set(groups[0]) if groups else set()
+    main_records = [r for r in records if source_of(r) in main_sources]
     if main_records:
         name = main_name(main_records)
         main = TrainingSet.from_records(main_records, use_title=use_title, renames=renames, taxonomy=name)
         heads.append(Head(name, main, tuple(dict.fromkeys(main.sources.tolist()))))
         notes += _disagreements(main)
-    for cw in usable:
-        own = [r for r in records if source_of(r) == cw.target]
-        head, head_notes = _crosswalked_head(cw, own, main_records, main, renames, use_title)
+    older: list[Record] = list(main_records)
+    older_labels: list[str] = list(main.labels) if main is not None else []
+    for sources in groups[1:]:
+        own = [r for r in records if source_of(r) in sources]
+        name = main_name(own) if own[0].origin else sources[0]
+        cw = by_target.get(sources[0]) or Crosswalk(name, "", {}, {}, "", {})
+        head, head_notes = _crosswalked_head(cw, own, older, older_labels, renames, use_title)
+        head.sources = tuple(sources)
         heads.append(head)
         notes += head_notes
+        older += own
+        older_labels += [canonical_label(r.label or "") for r in own]
     if len(heads) > 1:
         # the sweep's data digest covers every taxonomy's training set (the default one's alone would not change
         # when only another taxonomy's papers do)
@@ -140,7 +219,7 @@ def build(
                 + "; ".join(
                     f"{h.name} ({h.data.space.n_labels} labels, {len(h.data.native_rows):,} own records"
                     + (
-                        f" + {len(h.data.y) - len(h.data.native_rows):,} mapped through {Path(h.crosswalk.path).name}"
+                        f" + {len(h.data.y) - len(h.data.native_rows):,} mapped {_via(h.crosswalk)}"
                         if h.crosswalk
                         else ""
                     )
@@ -153,18 +232,59 @@ def build(
     return Taxonomies(heads, notes)
 
 
+def _mapped(head: Head) -> str:
+    assert head.crosswalk is not None
+    return f" + {len(head.data.y) - len(head.data.native_rows):,} mapped {_via(head.crosswalk)}"
+
+
+def _via(cw: Crosswalk) -> str:
+    return f"through {Path(cw.path).name}" if cw.path else "by the names it shares (no crosswalk)"
+
+
+def _same_source_disagreements(records: Sequence[Record], renames: RenameMap) -> list[Note]:
+    """Files that claim one venue and year with different label sets: a warning with the counts."""
+    per: dict[str, dict[str, Counter[str]]] = {}
+    for r in records:
+        if r.origin:
+            per.setdefault(r.origin, {}).setdefault(Path(r.source).name, Counter())[renames.apply(r.label or "")] += 1
+    notes = []
+    for origin, files in per.items():
+        if len(files) < 2:
+            continue
+        parts = []
+        for name, labels in files.items():
+            others = set().union(*(set(c) for n, c in files.items() if n != name))
+            only = {label: k for label, k in labels.items() if label not in others}
+            if only:
+                parts.append(
+                    f"{name}: {len(only)} of its {len(labels)} labels ({sum(only.values()):,} of "
+                    f"{sum(labels.values()):,} records) in no other file of {origin}"
+                )
+        if parts:
+            notes.append(
+                Note(
+                    f"{len(files)} files claim {origin} with different label sets — "
+                    + "; ".join(parts)
+                    + " (trained as one taxonomy: check that they are the same venue and year)",
+                    "warning",
+                )
+            )
+    return notes
+
+
 def _crosswalked_head(
     cw: Crosswalk,
     own: list[Record],
     older: list[Record],
-    main: TrainingSet | None,
+    older_labels: list[str],
     renames: RenameMap,
     use_title: bool,
 ) -> tuple[Head, list[Note]]:
+    """The head of ``cw.target``: its own papers, and the ``older`` ones (``older_labels``: their names in their own
+    taxonomy, renames applied) taught through ``cw`` (an empty crosswalk: by the names and areas it shares)."""
     own_labels = [canonical_label(r.label or "") for r in own]  # read with a label: never empty
     raw = {r.label for r in older if r.label}
-    renamed = set(main.labels) if main is not None else set()
-    cw.check_names(raw | renamed)
+    cw.check_names(raw | set(older_labels))
     names = set(own_labels) | cw.targets()
     areas = {normalise_label(n, warn=False)[0] for n in names}
     rows: list[Record] = []
@@ -173,7 +293,7 @@ def _crosswalked_head(
     untaught: Counter[str] = Counter()
     for i, record in enumerate(older):
         assert record.label is not None
-        key = record.label if record.label in cw.tracks else (main.labels[i] if main is not None else record.label)
+        key = record.label if record.label in cw.tracks else older_labels[i]
         for new in _taught(cw.apply(key)):
             if new not in names:
                 area = normalise_label(new, warn=False)[0]
@@ -193,7 +313,7 @@ def _crosswalked_head(
         notes.append(
             Note(
                 f"{cw.target}: {sum(as_area.values()):,} older records under names it does not have teach their "
-                "area: " + _shown(as_area) + f" (map them in {Path(cw.path).name})",
+                "area: " + _shown(as_area) + _map_them(cw),
                 "warning",
             )
         )
@@ -201,11 +321,17 @@ def _crosswalked_head(
         notes.append(
             Note(
                 f"{cw.target}: {sum(untaught.values()):,} older records teach it nothing (their area is not "
-                f"{cw.target}'s): " + _shown(untaught) + f" (map them in {Path(cw.path).name})",
+                f"{cw.target}'s): " + _shown(untaught) + _map_them(cw),
                 "warning",
             )
         )
     return Head(cw.target, data, (cw.target,), cw), notes
+
+
+def _map_them(cw: Crosswalk) -> str:
+    if cw.path:
+        return f" (map them in {Path(cw.path).name})"
+    return f" (no crosswalk to {cw.target}: papertrack crosswalk --to {cw.target!r} proposes one)"
 
 
 def _taught(pairs: tuple[tuple[str, float], ...]) -> list[str]:

@@ -13,9 +13,13 @@ def _write(tmp_path, text: str):
     return path
 
 
+def _shipped(target: str):
+    (cw,) = [cw for cw in map(read_crosswalk, shipped_crosswalks()) if cw.target == target]
+    return cw
+
+
 def test_the_shipped_crosswalk_maps_the_known_icml_2025_changes():
-    (path,) = shipped_crosswalks()
-    cw = read_crosswalk(path)
+    cw = _shipped("ICML 2025")
     assert (cw.source, cw.target) == ("ICML 2024", "ICML 2025")
     # an area rename reaches every track under it, the area-only label included
     assert cw.apply("Miscellaneous Aspects of Machine Learning · Causality") == (
@@ -36,6 +40,27 @@ def test_the_shipped_crosswalk_maps_the_known_icml_2025_changes():
     assert sum(split.values()) == pytest.approx(1.0)
     # an unchanged name maps to itself
     assert cw.apply("Deep Learning · Large Language Models") == (("Deep Learning · Large Language Models", 1.0),)
+
+
+def test_the_shipped_neurips_2025_crosswalk_maps_older_names_into_neurips_names_only(data_dir):
+    import json
+
+    cw = _shipped("NeurIPS 2025")
+    path = data_dir / "neurips2025_dev_topics.jsonl"
+    if not path.exists():
+        pytest.skip("neurips2025_dev_topics.jsonl not in the shared data")
+    with open(path, encoding="utf-8") as lines:
+        neurips = {json.loads(line)["label"] for line in lines}
+    assert cw.targets() <= neurips  # every new name is one of NeurIPS 2025's
+    assert not cw.areas  # no area line: "Miscellaneous Aspects of Machine Learning · X" are mapped one by one
+    # 2024's application track is an area now; the split teaches each of its three largest tracks
+    split = dict(cw.apply("Applications · Computer Vision"))
+    assert {label.split(" · ")[0] for label in split} == {"Computer Vision"} and min(split.values()) >= 0.2
+    # the built-in rename's new name goes back to the name NeurIPS kept
+    assert cw.apply("Applications · Genetics, Cell Biology, Health, etc") == (
+        ("Applications · Genetics, Cell Biology, etc", 1.0),
+    )
+    assert cw.apply("Theory · Learning Theory") == (("Theory · Learning Theory", 1.0),)  # a kept name
 
 
 def test_a_label_no_record_has_is_named_with_its_line(tmp_path):

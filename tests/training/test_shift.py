@@ -11,7 +11,7 @@ from papertrack.features.ingest import Record
 from papertrack.models.ensemble import ensemble_of
 from papertrack.training.champion import TAG, Contender, choose_champion, paired_bootstrap
 from papertrack.training.cv import fold_indices
-from papertrack.training.data import DEFAULT_FILES, TrainingSet, default_data_paths, shift_directions
+from papertrack.training.data import TrainingSet, default_data_paths, shift_directions
 from papertrack.training.evaluation import evaluate_candidates
 from tests.recording import FITTED, recording_candidate
 
@@ -190,25 +190,22 @@ def test_paired_bootstrap_interval_covers_the_mean_difference():
     assert same == (0.0, 0.0, 0.0)
 
 
-def test_default_data_is_the_four_labeled_sources_and_a_missing_one_is_a_clear_error(tmp_path, monkeypatch):
+def test_default_data_is_the_labeled_topics_files_and_none_is_a_clear_error(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from papertrack.cli import app
 
-    for name in DEFAULT_FILES:
-        (tmp_path / name).write_text("{}\n")
-    assert default_data_paths(tmp_path) == [
-        tmp_path / "iclr2024_topics.jsonl",
-        tmp_path / "icml2024_topics.jsonl",
-        tmp_path / "iclr2025_dev_topics.jsonl",
-        tmp_path / "icml2025_dev_topics.jsonl",
-    ]
-    (tmp_path / "icml2024_topics.jsonl").unlink()
-    with pytest.raises(UsageError, match="icml2024_topics.jsonl is missing.*--data .*iclr2024_topics.jsonl"):
+    names = ("iclr2024_topics.jsonl", "icml2024_topics.jsonl", "iclr2025_dev_topics.jsonl")
+    for name in names:
+        (tmp_path / name).write_text('{"abstract": "a", "label": "Theory"}\n')
+    assert default_data_paths(tmp_path) == sorted(tmp_path / name for name in names)
+    for name in names:
+        (tmp_path / name).unlink()
+    with pytest.raises(UsageError, match=r"every labeled file named \*_topics.jsonl in .* there is none"):
         default_data_paths(tmp_path)
     monkeypatch.setenv("PAPERTRACK_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
     done = CliRunner().invoke(app, ["train"])
     assert done.exit_code == 2
-    assert "error:" in done.output and "icml2024_topics.jsonl is missing" in done.output
+    assert "error:" in done.output and "*_topics.jsonl" in done.output
     assert "Traceback" not in done.output

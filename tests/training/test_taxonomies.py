@@ -92,8 +92,12 @@ def test_a_crosswalk_whose_target_has_no_papers_is_said_and_not_used(tmp_path, b
     path = tmp_path / "elsewhere.yaml"
     path.write_text("to: ICML 2031\nmap:\n  Theory · Learning Theory: Theory · Everything Else\n", encoding="utf-8")
     heads = taxonomies.build(records, RenameMap.with_extra(()), [read_crosswalk(path)])
-    assert heads.names == ["NEW 2025"]  # one taxonomy, named after its latest source
+    # NEW 2025's names are its own: a taxonomy of its own, without a crosswalk too (taught by the names it shares)
+    assert heads.names == ["OLD 2024 + OTHER 2024", "NEW 2025"]
+    assert heads.heads[1].crosswalk is not None and not heads.heads[1].crosswalk.path
     assert any("no training record is from 'ICML 2031'" in n.text and n.level == "warning" for n in heads.notes)
+    with pytest.raises(UsageError, match=r"elsewhere\.yaml: the crosswalk maps names to 'ICML 2031'"):
+        taxonomies.build(records, RenameMap.with_extra(()), [read_crosswalk(path)], strict=True)
 
 
 def test_older_names_the_target_lacks_teach_their_area_and_are_said(tmp_path):
