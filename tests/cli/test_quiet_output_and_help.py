@@ -55,7 +55,7 @@ def test_help_keeps_bracketed_extras_and_whole_defaults():
     assert "-o, --output PATH" in label and "--spark-conf TEXT" in label
     assert "needs the [team] extra" in " ".join(help_text("tracking-server").split())
     train = " ".join(help_text("train").split())
-    assert "-d, --data PATH" in train and "iclr2025_dev_topics.jsonl" in train
+    assert "-d, --data PATH" in train and "every labeled file named *_topics.jsonl" in train
     top = " ".join(help_text().split())
     assert "-v, --verbose" in top and "refit the best, register it." in top
 
