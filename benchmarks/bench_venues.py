@@ -10,7 +10,8 @@ Two steps:
 * ``figures --seeds 0 1 2 [--crosswalk FILE] [--without "NeurIPS 2025"] [--hits DIR]``: per seed, every head of the
   default data (data folder, crosswalks beside it and shipped; ``--crosswalk`` replaces the one of its target), the
   candidate (``ensemble-tfidf``, the default champion) evaluated as the sweep does
-  (:func:`papertrack.training.pipeline.evaluate_head`): ``temporal`` (trained on the earlier years only, tested on the
+  (:func:`papertrack.training.head_evaluation.evaluate_head`): ``temporal`` (trained on the earlier years only, tested
+  on the
   taxonomy's latest-year papers in its names) and ``known`` (k-fold over its own papers, every older paper on the
   training side; the main taxonomy: not computed, ``--main-folds`` CV only feeds nothing reported), area top-1,
   per-area recall, and per half (A/B) of the own papers. ``--hits DIR`` saves each row's top-3 hits, for

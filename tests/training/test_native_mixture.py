@@ -10,7 +10,7 @@ import pytest
 from papertrack.features.crosswalk import read_crosswalk
 from papertrack.models.catalogue import CANDIDATES
 from papertrack.models.native_mixture import NativeMixture, mix
-from papertrack.training import native_mixture, pipeline, taxonomies
+from papertrack.training import head_evaluation, native_mixture, pipeline, taxonomies
 from papertrack.training.config import SweepConfig
 from papertrack.training.cv import known_names_split
 from papertrack.training.data import temporal_direction
@@ -96,7 +96,7 @@ def test_the_known_figures_are_of_the_mixture_and_the_temporal_ones_are_the_cand
     data = head.data
     candidates = [CANDIDATES["tfidf-word-cnb"]]
     config = SweepConfig(candidate_names=["tfidf-word-cnb"], folds=3, seed=0, register=False)
-    mixed = pipeline.evaluate_head(candidates, head, config, Listener())["tfidf-word-cnb"]
+    mixed = head_evaluation.evaluate_head(candidates, head, config, Listener())["tfidf-word-cnb"]
     split = known_names_split(data.y, data.space, data.native_rows, 3, 0)
     temporal, _ = temporal_direction(data)
     (plain,) = evaluate_candidates(candidates, data, split, 0, None, (), temporal, 1)
@@ -139,7 +139,7 @@ def test_the_refit_head_answers_with_the_mixture_and_the_default_taxonomy_withou
 def test_the_majority_baseline_is_not_mixed(heads):
     head = heads.heads[1]
     config = SweepConfig(candidate_names=["majority-baseline"], folds=3, seed=0, register=False)
-    (result,) = pipeline.evaluate_head([CANDIDATES["majority-baseline"]], head, config, Listener()).values()
+    (result,) = head_evaluation.evaluate_head([CANDIDATES["majority-baseline"]], head, config, Listener()).values()
     own = head.data.native_rows
     assert result.native_share == 0 and "native_share" not in result.metrics
     # every own paper gets its training side's label frequencies: the same row for every paper of a fold
