@@ -117,7 +117,7 @@ def cmd_predict(args) -> None:
 
     quiet_third_parties()
     from papertrack import store as mlstore
-    from papertrack.models.artifact import load_predictor
+    from papertrack.models.loading import load_predictor
 
     with mlstore.using(mlstore.open()):
         predictor, _ = load_predictor(args.model_uri)

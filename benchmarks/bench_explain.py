@@ -28,8 +28,8 @@ from shared_data import unlabeled_abstracts
 def in_process(texts: list[str], top_k: int) -> dict:
     """Milliseconds per ``explain`` call on the registered champion, in this process."""
     from papertrack import store
-    from papertrack.models.artifact import load_predictor
     from papertrack.models.explain import explain, explainer_for
+    from papertrack.models.loading import load_predictor
 
     with store.using(store.open()):
         predictor, _ = load_predictor("models:/papertrack@champion")

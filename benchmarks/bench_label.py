@@ -115,7 +115,7 @@ def raw_predict(dumps: list[Path], model_uri: str, chunk: int) -> dict:
 
     from papertrack import store as mlstore
     from papertrack.features.ingest import Record, iter_records
-    from papertrack.models.artifact import load_predictor
+    from papertrack.models.loading import load_predictor
 
     with mlstore.using(mlstore.open()):
         predictor, pyfunc = load_predictor(model_uri)

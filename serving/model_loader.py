@@ -44,7 +44,7 @@ def load_model(
     from mlflow.exceptions import MlflowException
 
     from papertrack import model_lookup
-    from papertrack.models.artifact import load_predictor, pinned
+    from papertrack.models.loading import load_predictor, pinned
     from papertrack.models.manifest import check_model_files
     from papertrack.store import using
 

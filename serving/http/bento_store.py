@@ -106,7 +106,7 @@ def import_champion(store: Store, alias: str = settings.CHAMPION, name: str = se
         check_stored(model, champion.model_uri)
     except DamagedArtifact:  # the registry's own copy is damaged: keep no copy of it, name the registry's file
         bentoml.models.delete(champion.bento_tag)
-        from papertrack.models.artifact import load_predictor
+        from papertrack.models.loading import load_predictor
 
         with using(store):
             load_predictor(champion.model_uri)  # the same check on the registry's copy; its error names the file

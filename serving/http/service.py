@@ -112,7 +112,7 @@ class PaperTrack:
     bento_model = LocalBentoModel(bento_store.model_tag())
 
     def __init__(self) -> None:
-        from papertrack.models.artifact import load_predictor
+        from papertrack.models.loading import load_predictor
 
         # A Bento serves the model recorded in it; otherwise $PAPERTRACK_BENTO_MODEL or the class attribute's tag.
         # Looked up in the local store only (the BentoModel descriptor would try BentoCloud): a missing model

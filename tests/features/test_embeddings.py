@@ -198,7 +198,7 @@ def test_each_embedding_family_trains_logs_and_predicts_through_the_pyfunc(embed
     import mlflow
 
     from papertrack import store as mlstore
-    from papertrack.models.artifact import load_predictor
+    from papertrack.models.loading import load_predictor
     from papertrack.training.model_logging import log_model
     from papertrack.training.pipeline import refit
 

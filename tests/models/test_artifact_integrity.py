@@ -188,7 +188,7 @@ def label(tmp_path: Path, *args: str):
 
 def test_a_good_registered_model_loads_and_labels(registered, tmp_path):
     from papertrack import store
-    from papertrack.models.artifact import load_predictor
+    from papertrack.models.loading import load_predictor
 
     with store.using(registered["store"]):
         loaded, _ = load_predictor("models:/papertrack@champion")

@@ -86,7 +86,7 @@ def test_trained_artifact_answers_sets_and_logs_coverage(trained):
     import mlflow
 
     from papertrack import store
-    from papertrack.models.artifact import load_predictor
+    from papertrack.models.loading import load_predictor
 
     result = trained["result"]
     with store.using(trained["store"]):

@@ -150,7 +150,7 @@ def test_tfidf_only_ensemble_sweeps_logs_and_predicts_through_the_pyfunc(small, 
     import mlflow
 
     from papertrack import store as mlstore
-    from papertrack.models.artifact import load_predictor
+    from papertrack.models.loading import load_predictor
     from papertrack.training.model_logging import log_model
     from papertrack.training.pipeline import refit
     from papertrack.training.sweep import SweepConfig, run_sweep

@@ -170,7 +170,7 @@ def test_the_trained_artifact_carries_a_compact_neighbour_index(trained):
     import pickle
 
     from papertrack import store
-    from papertrack.models.artifact import load_predictor
+    from papertrack.models.loading import load_predictor
 
     with store.using(trained["store"]):
         predictor, _ = load_predictor(trained["model_uri"])

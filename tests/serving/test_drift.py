@@ -110,7 +110,7 @@ def test_label_command_prints_and_writes_the_drift_report(trained, tmp_path, dat
     assert "drift vs training data" in result.output and f"label JS {report['label_js']:.3f}" in result.output
     # "unsure" is the answers' "not confident": the same threshold for the dump and the holdout
     from papertrack import store
-    from papertrack.models.artifact import load_predictor
+    from papertrack.models.loading import load_predictor
 
     with store.using(trained["store"]):
         predictor, _ = load_predictor(trained["model_uri"])

@@ -39,7 +39,7 @@ ABSTRACTS = [
 @pytest.fixture(scope="module")
 def pyfunc(trained):
     from papertrack import store as mlstore
-    from papertrack.models.artifact import load_predictor
+    from papertrack.models.loading import load_predictor
 
     with mlstore.using(trained["store"]):
         return load_predictor(trained["model_uri"])
@@ -58,7 +58,7 @@ def test_import_champion_is_idempotent_and_keeps_mlflow_artifacts(imported, trai
     meta = imported.info.metadata
     assert meta["version"] == champion.version and meta["run_id"] == trained["result"].winner.run_id
     assert (Path(imported.path) / "mlflow_model" / "MLmodel").exists()
-    from papertrack.models.artifact import load_predictor
+    from papertrack.models.loading import load_predictor
 
     with mlstore.using(trained["store"]):
         load_predictor(trained["model_uri"])  # the registry's own copy is still there after the import
