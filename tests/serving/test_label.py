@@ -140,6 +140,7 @@ def test_csv_output_matches_jsonl(dump, tmp_path):
         table = list(csv.DictReader(f))
     assert list(table[0]) == [
         "id",
+        "number",  # an OpenReview note's number (empty for other inputs)
         "source",
         "line",
         "title",

@@ -38,11 +38,14 @@ ABSTRACTS = [
 
 @pytest.fixture(scope="module")
 def pyfunc(trained):
+    """(the champion's predictor, the registered pyfunc as MLflow users load it)."""
+    import mlflow
+
     from papertrack import store as mlstore
     from papertrack.models.loading import load_predictor
 
     with mlstore.using(trained["store"]):
-        return load_predictor(trained["model_uri"])
+        return load_predictor(trained["model_uri"])[0], mlflow.pyfunc.load_model(trained["model_uri"])
 
 
 # --------------------------------------------------------------------------- the model store

@@ -165,7 +165,7 @@ def json_lines(index: int, path: Path) -> Iterator[tuple]:
     source = str(path)
     for line, data, size in read_line_bytes(path):
         if size is None:
-            yield (index, line, data, None, None, None, None, None, None)
+            yield (index, line, data, *(None for _ in _ITEM_NAMES[2:]))  # parsed on the executors
         else:
             yield from (_raw(t) for t in _item_tuple(index, too_long_line(source, line, size)))
 
