@@ -311,14 +311,15 @@ function jsonList(items) {
 }
 
 function csvRows(papers, results, source) {
-  const header = ["id", "source", "line", "title"];
+  const header = ["id", "number", "source", "line", "title"];  // number: an OpenReview note's (else empty)
   for (let i = 1; i <= DUMP_TOP_K; i++) header.push(`track_${i}`, `probability_${i}`);
   header.push("area", "area_probability", "label", "in_top_k", "prediction_set", "confident");
   const lines = [header.map(csvCell).join(",")];
   papers.forEach((paper, i) => {
     const r = results[i];
     if (!r || r.error) return;  // rejected: listed on the page instead
-    const cells = [textCell(paper.id), textCell(source), paper.line, textCell(paper.title)];
+    const number = paper.number === null || paper.number === undefined ? "" : textCell(String(paper.number));
+    const cells = [textCell(paper.id), number, textCell(source), paper.line, textCell(paper.title)];
     const tracks = r.tracks.slice(0, DUMP_TOP_K);
     for (let k = 0; k < DUMP_TOP_K; k++) {
       const t = tracks[k];
