@@ -85,7 +85,7 @@ class SweepReport(Listener):
             self.progress.stop()
 
     def started(self, total_folds: int) -> None:
-        self._plain.update(total=total_folds, started=time.monotonic(), said=time.monotonic())
+        self._plain.update(done=0, total=total_folds, started=time.monotonic(), said=time.monotonic())
         if self.progress is not None:
             self.task = self.progress.add_task("cross-validating", total=total_folds)
 

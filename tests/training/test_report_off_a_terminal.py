@@ -21,9 +21,12 @@ def test_off_a_terminal_cross_validation_says_where_it_is_in_plain_lines(monkeyp
         report.candidate_started(candidate)
         report.fold_done(candidate)
         report.fold_done(candidate)
+        report.started(4)  # the next taxonomy's evaluation counts its own folds
+        report.fold_done(candidate)
     lines = out.getvalue().splitlines()
     assert lines[0].startswith(f"cross-validating {candidate.name}: 1/6 folds, 0:0")
     assert lines[1].startswith(f"cross-validating {candidate.name}: 2/6 folds, ")
+    assert lines[2].startswith(f"cross-validating {candidate.name}: 1/4 folds, ")
     assert "\x1b" not in out.getvalue() and "━" not in out.getvalue()  # no bar, no escape codes
 
 
