@@ -6,9 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh core  # papertrack alone: the default sweep needs no torch (scripts/test.sh adds the extras)
 DATA_DIR=${PAPERTRACK_DATA_DIR:-../shared/data}
-# the default data: the four labeled sources in $DATA_DIR (ICLR 2024, ICML 2024, ICLR 2025, ICML 2025 in its re-cut
-# taxonomy, taught by the older papers through the shipped crosswalk); the champion is chosen on the temporal
-# holdout (trained on 2024, tested on each 2025 source in its own names)
+# the default data: every labeled *_topics.jsonl in $DATA_DIR (ICLR 2024, ICML 2024, ICLR 2025, and ICML 2025 and
+# NeurIPS 2025 in their own taxonomies, taught by the older papers through the shipped crosswalks); the champion is
+# chosen on the temporal holdout (trained on 2024, tested on each 2025 source in its own names)
 PAPERTRACK_DATA_DIR="$DATA_DIR" .venv/bin/papertrack train
 .venv/bin/papertrack runs
 mkdir -p out
