@@ -142,10 +142,13 @@ def test_crosswalks_beside_the_data_are_read_by_default_and_a_bad_one_names_its_
 
 
 def test_the_names_a_taxonomy_knows_come_from_its_data(tmp_path, caplog):
-    path = _write(tmp_path / "neurips2025_dev_topics.jsonl", venue_records(NEURIPS, "NeurIPS", 2025, 3, 1))
+    from papertrack.training.dataset import NAME_MIN_RECORDS
+
+    records = venue_records(NEURIPS, "NeurIPS", 2025, NAME_MIN_RECORDS, 1)
+    path = _write(tmp_path / "neurips2025_dev_topics.jsonl", records)
     with caplog.at_level(logging.WARNING):
         _, summary = load_dataset([path])
-    # "Batch Offline" is close to the built-in "Batch/Offline", but three papers call it so: a name, not a typo
+    # "Batch Offline" is close to the built-in "Batch/Offline", but 5 papers call it so: a name, not a typo
     assert not [r for r in caplog.records if "did you mean" in r.getMessage()]
     assert summary.unknown_areas == {}  # "Computer Vision" is an area of the data
     typo = {"Computer Vision · Segmentaton": "image pixel segmentation mask"}
