@@ -34,19 +34,13 @@ from tests.reverse_proxy import (
     read_all,
     read_answer,
 )
+from tests.serving.test_http_hardening import assert_error_shape  # the service's 4xx shape
+from tests.serving.test_service import ABSTRACTS
 
 pytestmark = pytest.mark.skipif(
     NGINX is None, reason="nginx is not installed: apt-get install -y nginx-light (.ci/run installs it)"
 )
 
-ABSTRACTS = [
-    "We propose a sparse attention mechanism for transformers that reduces the quadratic cost of "
-    "self-attention on long sequences while matching dense attention on language modeling benchmarks.",
-    "We study offline reinforcement learning and derive a conservative policy gradient method that avoids "
-    "overestimating the value of out-of-distribution actions.",
-    "We prove convergence rates for stochastic gradient descent on non-convex objectives that satisfy the "
-    "Polyak-Lojasiewicz inequality, and show the rates are tight.",
-]
 SLACK = 3.0  # a timer of nginx or a reply of the service on a loaded 2-core machine
 
 
@@ -54,16 +48,6 @@ def upstream_port(server: dict) -> int:
     port = urlsplit(server["url"]).port
     assert port is not None
     return port
-
-
-def assert_error_shape(response: httpx.Response, status: int) -> dict:
-    """The service's 4xx shape (tests/serving/test_http_hardening.py): JSON {"error": one line, "detail": []}."""
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"] == "application/json"
-    body = response.json()
-    assert set(body) == {"error", "detail"} and isinstance(body["error"], str) and body["error"]
-    assert isinstance(body["detail"], list)
-    return body
 
 
 # --------------------------------------------------------------------------- nginx alone (no service needed)
