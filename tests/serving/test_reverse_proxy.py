@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import threading
@@ -163,6 +164,35 @@ def test_predict_through_the_proxy_equals_a_direct_one(server, tmp_path):
             assert proxied.headers["content-type"] == direct.headers["content-type"]
         assert direct.status_code == 400  # (the last two are the service's own refusals)
         assert client.get(f"{proxy['url']}/metadata").json() == client.get(f"{server['url']}/metadata").json()
+
+
+def test_the_proxy_forwards_exactly_the_services_paths():
+    """deploy/nginx.conf's list of forwarded paths is the service's own (serving/http/service.py)."""
+    from papertrack.serving.http.service import PATH_PREFIXES, PATHS
+
+    text = CONF.read_text(encoding="utf-8")
+    exact = re.search(r"location ~ \^/\((.*)\)\?\$ \{", text)
+    assert exact is not None, "deploy/nginx.conf has no location of the service's paths"
+    forwarded = {"/"} | {"/" + name.replace("\\.", ".") for name in exact.group(1).split("|")}
+    forwarded |= {"/parse_dump"} if "location = /parse_dump {" in text else set()
+    assert forwarded == set(PATHS)
+    assert all(f"location {prefix} {{" in text for prefix in PATH_PREFIXES)
+
+
+def test_unknown_paths_stop_at_the_proxy_and_metrics_stay_flat(server, tmp_path):
+    """A path the service does not have gets a JSON 404 from nginx and never reaches the service, whose
+    request metrics are labeled by raw path (BentoML): 200 distinct unknown paths leave /metrics as it was."""
+    with nginx(tmp_path / "nginx", upstream_port(server)) as proxy, httpx.Client(timeout=60) as client:
+        for path in ("/", "/healthz", "/docs", "/metadata"):  # the service's paths pass
+            assert client.get(proxy["url"] + path).status_code == 200, path
+        before = client.get(f"{server['url']}/metrics").text
+        for i in range(200):
+            answer = client.get(f"{proxy['url']}/no-such-page-{i}", params={"q": i})
+            assert "/docs" in assert_error_shape(answer, 404)["error"]
+        assert client.post(f"{proxy['url']}/predictx", json={"abstract": ABSTRACTS[0]}).status_code == 404
+        after = client.get(f"{server['url']}/metrics").text
+    assert "no-such-page" not in after and "predictx" not in after
+    assert len(after.splitlines()) == len(before.splitlines())
 
 
 def test_a_stalled_request_is_cut_off_by_nginx_and_never_reaches_the_service(server, tmp_path):
