@@ -299,7 +299,8 @@ def buffered_mib(nginx_proc: int, prefix: Path) -> float:
     return total / 2**20
 
 
-CLIENTS = 60
+# 60 in the suite; the issue's figure (120) is taken with NEVER_READING_CLIENTS=120 (BENCHMARKS.md)
+CLIENTS = int(os.environ.get("NEVER_READING_CLIENTS", "60"))
 
 
 def test_clients_that_never_read_a_large_answer_cost_the_service_no_memory(server, tmp_path):
@@ -309,7 +310,8 @@ def test_clients_that_never_read_a_large_answer_cost_the_service_no_memory(serve
     memory stays where it was (≤ 300 MB more; without a proxy 120 such clients pinned 1.4 GB in the service, issue
     34, and 60 pinned 648 MiB on this machine) and /healthz answers. The limit of requests in progress per client is
     raised here (the clients are one address), and two timeouts (below). 60 clients, not 120, to bound the test's time
-    (~2 s of the service's work per answer: 70 s on a 2-core machine under load 11)."""
+    (~2 s of the service's work per answer: 70 s on a 2-core machine under load 11); NEVER_READING_CLIENTS=120
+    runs the issue's figure."""
     changes = {
         "limit_conn papertrack_conn 32;": "limit_conn papertrack_conn 1000;",
         # held for the whole test (shipped: dropped after 30 s of not reading); the service may take minutes
