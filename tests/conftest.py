@@ -23,6 +23,12 @@ import pytest
 
 from .processes import free_port, stop, wait_http
 
+# PYTHONDONTWRITEBYTECODE is set on the team's machines: pytest then rewrites the asserts of every test module at
+# every run (seconds of the fast suite) and every `papertrack` subprocess compiles papertrack's modules again. The
+# test session caches both, the way Python does by default (__pycache__ folders are git-ignored; the wheel `build`
+# makes leaves them out).
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("BENTOML_DO_NOT_TRACK", "true")
