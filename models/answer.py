@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from mlflow.types.schema import Schema
 
 DEFAULT_TOP_K = 3  # tracks per answer unless asked otherwise
+# an explanation's defaults (models.explain, models.neighbors), here for the request schemas: importing them costs no
+# scikit-learn (the service's module is imported by `bentoml serve`'s own process too, which explains nothing)
+DEFAULT_TERMS = 10  # terms per explained track
+DEFAULT_NEIGHBORS = 5  # similar labeled training abstracts per explanation
 
 
 class Track(BaseModel):

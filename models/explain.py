@@ -31,14 +31,13 @@ import sklearn
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
 from sklearn.pipeline import FeatureUnion
 
-from papertrack.models.answer import AnswerDict
+from papertrack.models.answer import DEFAULT_TERMS, AnswerDict
 from papertrack.models.estimators import TemperatureScaled, TextClassifier
 from papertrack.models.neighbors import DEFAULT_NEIGHBORS, Neighbor
 
 if TYPE_CHECKING:
     from papertrack.models.artifact import TrackPredictor
 
-DEFAULT_TERMS = 10
 MAX_OCCLUSION = 40
 _WORD = re.compile(r"(?u)\b\w\w+\b")  # TfidfVectorizer's default token pattern
 

@@ -17,9 +17,10 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import normalize
 
+from papertrack.models.answer import DEFAULT_NEIGHBORS
+
 MAX_TERMS = 48  # terms kept per training abstract
 SNIPPET_CHARS = 200
-DEFAULT_NEIGHBORS = 5
 
 
 class Neighbor(TypedDict):

@@ -33,6 +33,8 @@ import sklearn.naive_bayes, sklearn.feature_extraction.text, joblib, pandas, sci
 else
   "${pip_install[@]}" -r requirements/all.lock
   .venv/bin/python -m pip install --quiet --progress-bar off --no-deps -e .
+  # the editable package itself (pip compiles only what it installs): every command compiled it at each start
+  env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m compileall -q papertrack features models training serving >/dev/null
 fi
 .venv/bin/python -m pip check >/dev/null || { .venv/bin/python -m pip check; exit 1; }
 .venv/bin/papertrack --help >/dev/null

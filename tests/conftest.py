@@ -23,6 +23,12 @@ import pytest
 
 from .processes import free_port, stop, wait_http
 
+# PYTHONDONTWRITEBYTECODE is set on the team's machines: pytest then rewrites the asserts of every test module at
+# every run (seconds of the fast suite) and every `papertrack` subprocess compiles papertrack's modules again. The
+# test session caches both, the way Python does by default (__pycache__ folders are git-ignored; the wheel `build`
+# makes leaves them out).
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("BENTOML_DO_NOT_TRACK", "true")
@@ -49,6 +55,48 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def store_schema_template(tmp_path_factory):
+    """MLflow's sqlite schema made once per session and copied into every new store this process creates.
+
+    A new sqlite store runs MLflow's ~60 schema migrations (Alembic): ~2 s quiet, ~6–11 s on a loaded machine, paid
+    by every test that opens a store of its own. Here the first new store is migrated the real way into a template
+    file, and each later one gets that file's tables copied in (sqlite's backup API, on the store's own connection);
+    MLflow then finds every table and checks the schema's revision as usual. Only in this process (a `papertrack`
+    subprocess creates its store itself) and only for sqlite files. MLflow creates the tables through a private
+    function (``mlflow.store.db.utils._initialize_tables``): a test-only reach into MLflow, never the product's."""
+    import sqlite3
+
+    import mlflow.store.db.utils as db_utils
+    import mlflow.store.model_registry.sqlalchemy_store as registry_store
+
+    migrate = db_utils._initialize_tables
+    template = tmp_path_factory.mktemp("mlflow-schema") / "mlflow.db"
+
+    def initialize_tables(engine):
+        database = engine.url.database
+        if engine.url.get_backend_name() != "sqlite" or not database or database == ":memory:":
+            return migrate(engine)
+        if not template.exists():
+            import sqlalchemy
+
+            building = template.with_suffix(".building")
+            blank = sqlalchemy.create_engine(f"sqlite:///{building}")
+            try:
+                migrate(blank)
+            finally:
+                blank.dispose()
+            building.rename(template)
+        with sqlite3.connect(template) as source, engine.connect() as connection:
+            source.backup(connection.connection.driver_connection)
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(db_utils, "_initialize_tables", initialize_tables)
+    patch.setattr(registry_store, "_initialize_tables", initialize_tables)
+    yield template
+    patch.undo()
 
 
 def shared_data_dir() -> Path:
@@ -166,7 +214,10 @@ def bentoml_home(home: Path):
 
 
 # --------------------------------------------------------------------------- the service, in process and over HTTP
-# Module-scoped: every test module that asks for them gets its own BentoML home, imported model and server.
+# In process (bento_home, imported, client): module-scoped, every test module that asks for them gets its own BentoML
+# home and imported model (the home is patched into this process's BentoML singletons while the module runs). Over
+# HTTP (server_env, server): one `papertrack serve` for the whole session, shared by the modules that only read
+# from it (a test that must change the service or its store starts its own: processes.papertrack_serve).
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +259,7 @@ def client(imported):
 PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server_env(trained, tmp_path_factory):
     """The environment of a `papertrack serve` subprocess: its own BentoML home, the session's store."""
     home = tmp_path_factory.mktemp("bentoml-home-http")
@@ -224,9 +275,10 @@ def server_env(trained, tmp_path_factory):
     return env
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server(server_env, tmp_path_factory):
-    """`papertrack serve` on a free loopback port, stopped by its PID (process group) at teardown."""
+    """`papertrack serve` on a free loopback port, started once per session (the tests that use it only read from
+    it), stopped by its PID (process group) at teardown."""
     port = free_port()
     log = tmp_path_factory.mktemp("server-log") / "serve.log"
     with open(log, "wb") as out:

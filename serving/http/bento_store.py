@@ -13,11 +13,14 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from papertrack import model_lookup, registry, settings
+from papertrack import settings
 from papertrack.errors import NoModelError
-from papertrack.serving.model_loader import TRAIN_HINT
-from papertrack.store import Store, using
+
+if TYPE_CHECKING:  # the store, the registry and their lookups import MLflow: only where they are used (the
+    # service imports this module in `bentoml serve`'s own process, which never reads the registry)
+    from papertrack.store import Store
 
 BENTO_MODEL_NAME = "papertrack"
 DEFAULT_MODEL_TAG = f"{BENTO_MODEL_NAME}:latest"
@@ -68,6 +71,8 @@ class Champion:
 def find_champion(store: Store, alias: str = settings.CHAMPION, name: str = settings.MODEL_NAME) -> Champion:
     """The registered version of ``store`` behind ``alias``; ``NoModelError`` (with what to do) when there is
     none."""
+    from papertrack import model_lookup
+
     version = model_lookup.registered_version(store, alias, name)  # the one message when there is none
     tags = dict(version.tags or {})
     run_id = tags.get("run_id") or version.run_id or ""
@@ -84,7 +89,9 @@ def import_champion(store: Store, alias: str = settings.CHAMPION, name: str = se
     import bentoml
     from bentoml.exceptions import NotFound
 
+    from papertrack import registry
     from papertrack.models.manifest import DamagedArtifact
+    from papertrack.store import using
 
     champion = find_champion(store, alias, name)
     try:
@@ -155,6 +162,8 @@ def stored_model(tag: str | None = None):
 
 
 def missing_message(tag: str) -> str:
+    from papertrack.model_lookup import TRAIN_HINT
+
     return (
         f"model {tag} is not in the BentoML model store. {TRAIN_HINT}, then `papertrack serve` or "
         f"`papertrack build` (both import the champion into the store first)."

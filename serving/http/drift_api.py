@@ -9,7 +9,6 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from papertrack.errors import PapertrackError
-from papertrack.features.text import model_text
 from papertrack.models.drift import DumpStats, drift_report
 from papertrack.serving.http import schemas
 
@@ -17,6 +16,8 @@ from papertrack.serving.http import schemas
 def batch_report(predictor, abstracts: Sequence[str], titles: Sequence[str | None]) -> dict:
     """The drift report of one batch of papers (``POST /drift``): the same numbers as ``papertrack label``'s.
     ``NoProfile`` when the model carries no training profile."""
+    from papertrack.features.text import model_text  # scikit-learn: not in `bentoml serve`'s own process
+
     profile = getattr(predictor, "training_profile", None)
     if profile is None:
         raise NoProfile(

@@ -10,8 +10,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from papertrack.models.explain import DEFAULT_TERMS, explain  # noqa: F401 - the service calls it from here
-from papertrack.models.neighbors import DEFAULT_NEIGHBORS
+from papertrack.models.answer import DEFAULT_NEIGHBORS, DEFAULT_TERMS
 from papertrack.serving.http.error_answers import BadRequest
 from papertrack.serving.http.schemas import ModelInfo, PaperResult, PredictRequest, WholeNumber
 
@@ -22,6 +21,14 @@ MAX_EXPLAINED_TERMS = 1_000
 399 kB and took 107 ms (hostile input, round three)."""
 MAX_SPANS = 100
 """Most spans returned per term (its first occurrences): a frequent word of a long abstract has hundreds."""
+
+
+def explain(*args, **kwargs):
+    """:func:`papertrack.models.explain.explain`, imported at the first call: scikit-learn is not imported with
+    the service's module (`bentoml serve`'s own process imports it, and explains nothing)."""
+    from papertrack.models.explain import explain as explained
+
+    return explained(*args, **kwargs)
 
 
 MAX_EXPLAIN_TOP_K = MAX_EXPLAINED_TERMS // MAX_TERMS

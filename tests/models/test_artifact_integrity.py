@@ -138,6 +138,15 @@ def registered(predictor, tmp_path, monkeypatch):
     return register(predictor, tmp_path, monkeypatch)
 
 
+def core_requirements() -> list[str]:
+    """The requirements papertrack logs with a TF-IDF model (given, as ``train`` gives them: left out, MLflow would
+    load the model in a subprocess to infer them, ~10 s a model)."""
+    from papertrack.models.candidates import majority_candidate
+    from papertrack.training.model_logging import pip_requirements
+
+    return pip_requirements(majority_candidate())
+
+
 def register(predictor, tmp_path: Path, monkeypatch, recorded: bool = True) -> dict:
     """``predictor`` logged as the pyfunc and registered as papertrack@champion in a temporary store, with the
     digest of every file of the model recorded on the version (``recorded=False``: without it)."""
@@ -157,6 +166,7 @@ def register(predictor, tmp_path: Path, monkeypatch, recorded: bool = True) -> d
             python_model=PaperTrackModel(),
             artifacts=predictor.save_artifacts(staging),
             signature=signature(),
+            pip_requirements=core_requirements(),
         )
         version = mlflow.register_model(logged.model_uri, "papertrack")
     client = mine.client()
@@ -415,6 +425,7 @@ def test_a_model_whose_logging_fails_part_way_leaves_no_files(predictor, tmp_pat
                 python_model=PaperTrackModel(),
                 artifacts=predictor.save_artifacts(staging),
                 signature=signature(),
+                pip_requirements=core_requirements(),
             )
     assert list((tmp_path / "home").rglob("predictor.pkl")) == []
     experiment = mine.experiment().experiment_id

@@ -37,14 +37,32 @@ def _candidate(client, experiment_id, sweep_id, name, top3, digest="d1"):
 
 
 @pytest.fixture
-def store_with_sweeps(tmp_path, monkeypatch):
+def store_with_sweeps(sweeps_made_once, tmp_path, monkeypatch):
     """An old finished sweep (its winner registered as champion), a newer finished one (its winner challenger) and
-    a third still running, with no finished candidate."""
-    from papertrack import settings, store
+    a third still running, with no finished candidate: the module's store, copied for the test (which may add runs)."""
+    import shutil
 
+    ids, made = sweeps_made_once
+    shutil.copytree(made, tmp_path / "home")
     monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    opened = store.open()
+    return ids
+
+
+@pytest.fixture(scope="module")
+def sweeps_made_once(tmp_path_factory):
+    """The run ids of :func:`store_with_sweeps` and the folder of the store that holds them, made once a module."""
+    home = tmp_path_factory.mktemp("sweeps") / "home"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("MLFLOW_TRACKING_URI", raising=False)
+        ids = _make_sweeps(home, home.parent)
+    return ids, home
+
+
+def _make_sweeps(home, tmp_path) -> dict:
+    from papertrack import settings, store
+
+    opened = store.open(home=home)
     client = opened.client()
     experiment_id = opened.experiment().experiment_id
     old = client.create_run(experiment_id, tags={"papertrack.kind": "sweep"}, run_name="sweep-1").info.run_id
