@@ -13,7 +13,8 @@ ROW_SCHEMA = "file INT, line LONG, row STRING, labeled INT, top1 INT, top3 INT, 
 PARQUET_ROW_SCHEMA = (
     "id STRING, number LONG, source STRING, line LONG, title STRING, "
     "tracks ARRAY<STRUCT<label: STRING, probability: DOUBLE>>, area STRING, "
-    "area_probability DOUBLE, label STRING, in_top_k BOOLEAN, prediction_set ARRAY<STRING>, confident BOOLEAN"
+    "area_probability DOUBLE, label STRING, in_top_k BOOLEAN, prediction_set ARRAY<STRING>, confident BOOLEAN, "
+    "warning STRING"
 )
 
 
