@@ -5,7 +5,13 @@ threshold (``FAMILIAR_SHARE``) comes from (docs/serving.md, "Text the model does
 The vocabulary is the training profile's (models/drift.py ``build_profile``): the terms of at least two training
 abstracts, here of every ICLR 2024 and ICML 2024 abstract (the default training data's two 2024 files).
 
-    .venv/bin/python benchmarks/familiar_share.py
+    .venv/bin/python benchmarks/familiar_share.py          # the shares
+    .venv/bin/python benchmarks/familiar_share.py --cost   # what the warning costs predict(), paired
+
+``--cost`` fits a TF-IDF word + logistic regression model on the 2024 files (cheaper to predict than the default
+ensemble, so the share of time the check takes is an upper bound) and times ``predict`` of 2,000 NeurIPS 2025
+abstracts in batches of 500 (as ``label`` calls it) and one by one (as ``/predict``), with the training profile
+(the check runs) and without it, alternated.
 """
 
 from __future__ import annotations
@@ -73,5 +79,48 @@ def main() -> None:
         print(f"{name}: {share:.3f}{' (warned)' if share < FAMILIAR_SHARE else ''}")
 
 
+def cost(rounds: int = 5) -> None:
+    import time
+
+    from sklearn.linear_model import LogisticRegression
+
+    from papertrack.features.text import tfidf
+    from papertrack.models.card import ModelCard
+    from papertrack.models.drift import build_profile
+    from papertrack.models.estimators import TextClassifier
+    from papertrack.models.hierarchy import LabelSpace
+
+    train = records("iclr2024_topics.jsonl") + records("icml2024_topics.jsonl")
+    texts, labels = [r["abstract"] for r in train], [r["label"] for r in train]
+    space = LabelSpace.from_labels(labels)
+    y = space.encode(labels)
+    classifier = TextClassifier(tfidf("word"), LogisticRegression(max_iter=300), space.n_labels).fit(texts, y)
+    profile = build_profile(texts, y, space, classifier.predict_proba(texts), seed=0)
+    card = ModelCard(candidate="bench", family="logreg", data_digest="-", run_id="0" * 32, n_labels=space.n_labels)
+    from papertrack.models.artifact import TrackPredictor
+
+    predictor = TrackPredictor(classifier, space, card, training_profile=profile)
+    abstracts = [r["abstract"] for r in records("neurips2025_dev_topics.jsonl")][:2000]
+    for name, calls in (
+        ("batches of 500", [abstracts[i : i + 500] for i in range(0, 2000, 500)]),
+        ("one by one", [[a] for a in abstracts[:500]]),
+    ):
+        times: dict[bool, list[float]] = {True: [], False: []}
+        for _ in range(rounds):
+            for check in (True, False):
+                predictor.training_profile = profile if check else None
+                started = time.perf_counter()
+                for call in calls:
+                    predictor.predict(call)
+                times[check].append((time.perf_counter() - started) / sum(map(len, calls)))
+        with_check, without = np.median(times[True]), np.median(times[False])
+        print(
+            f"{name}: {without * 1e3:.3f} ms per abstract without the check, {with_check * 1e3:.3f} with it "
+            f"(+{(with_check - without) * 1e6:.0f} us, {with_check / without - 1:+.0%}); medians of {rounds} rounds"
+        )
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    cost() if "--cost" in sys.argv else main()

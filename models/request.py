@@ -15,6 +15,8 @@ on its own.
 from __future__ import annotations
 
 import functools
+import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict
@@ -134,13 +136,32 @@ def unfamiliar_text_warnings(predictor: TrackPredictor, abstracts: Sequence[str]
 
 
 def familiar_shares(abstracts: Sequence[str], vocabulary: frozenset[str]) -> list[float]:
-    """Per abstract, the share of its words in ``vocabulary`` (0.0 for one with no word the analyzer keeps)."""
-    tokenize = _tokenizer()
+    """Per abstract, the share of its words in ``vocabulary`` (0.0 for one without a word). The words are the
+    TF-IDF word analyzer's terms (accents stripped, lower case, runs of two or more letters, digits or ``_``,
+    English stop words out), found with a byte table (ASCII text) or one regular expression: a fraction of the
+    prediction's cost."""
+    stop_words = _stop_words()
     shares = []
     for text in abstracts:
-        terms = tokenize(text)
-        shares.append(sum(term in vocabulary for term in terms) / len(terms) if terms else 0.0)
+        if text.isascii():
+            words = text.encode("ascii").translate(_ASCII_TABLE).decode("ascii").split()
+        else:
+            words = _WORD.findall(_ACCENT.sub("", unicodedata.normalize("NFKD", text)).lower())
+        terms = [word for word in words if len(word) > 1 and word not in stop_words]
+        shares.append(sum(map(vocabulary.__contains__, terms)) / len(terms) if terms else 0.0)
     return shares
+
+
+_ASCII_TABLE = bytes(ord(chr(i).lower()) if chr(i).isalnum() or chr(i) == "_" else 32 for i in range(256))
+_WORD = re.compile(r"\w\w+")  # the analyzer's token pattern
+_ACCENT = re.compile("[\u0300-\u036f]")  # combining accents after NFKD: dropped, as strip_accents="unicode"
+
+
+@functools.cache
+def _stop_words() -> frozenset[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
 
 
 def unfamiliar_text_warning(share: float) -> str:
@@ -148,11 +169,3 @@ def unfamiliar_text_warning(share: float) -> str:
         f"only {share:.0%} of the abstract's words are known to the model (another language, or not an ML "
         "abstract?): the tracks are a guess"
     )
-
-
-@functools.cache
-def _tokenizer():
-    """The TF-IDF word analyzer of the training profile's vocabulary, built once per process."""
-    from papertrack.models.drift import analyzer
-
-    return analyzer()

@@ -35,6 +35,19 @@ def test_the_share_counts_the_analyzers_words_in_the_vocabulary():
     assert unfamiliar_text_warning(0.125).startswith("only 12% of the abstract's words are known to the model")
 
 
+def test_the_words_are_the_tfidf_analyzers_terms(data_dir):
+    """The share is over the terms the training vocabulary is made of (scikit-learn's analyzer, through
+    models/drift.py): equal shares on real abstracts (a quarter of them not ASCII) and the other texts here."""
+    from papertrack.models.drift import analyzer
+
+    tokenize = analyzer()
+    lines = (data_dir / "icml2025_dev_topics.jsonl").read_text(encoding="utf-8").splitlines()[:400]
+    texts = [json.loads(line)["abstract"] for line in lines] + [CHINESE, RECIPE, "Schrödinger’s “naïve” café—x²"]
+    vocabulary = frozenset(term for text in texts[:200] for term in tokenize(text))
+    expected = [sum(t in vocabulary for t in terms) / len(terms) if terms else 0.0 for terms in map(tokenize, texts)]
+    assert familiar_shares(texts, vocabulary) == expected
+
+
 @pytest.fixture(scope="module")
 def predictor(trained):
     from papertrack import store as mlstore
