@@ -104,3 +104,17 @@ def test_label_rows_carry_the_warning_in_jsonl_and_csv(trained, tmp_path: Path):
     with open(tmp_path / "out.csv", encoding="utf-8", newline="") as f:
         table = list(csv.DictReader(f))
     assert [row["warning"] for row in table] == [unfamiliar_text_warning(0.0), ""]
+
+
+@pytest.mark.slow
+def test_the_mlflow_pyfunc_has_a_warning_column_when_a_row_is_warned(trained):
+    import mlflow
+    import pandas as pd
+
+    from papertrack import store as mlstore
+
+    with mlstore.using(trained["store"]):
+        pyfunc = mlflow.pyfunc.load_model(trained["model_uri"])
+    frame = pyfunc.predict(pd.DataFrame({"abstract": [REAL, CHINESE]}))
+    assert pd.isna(frame["warning"].iloc[0]) and frame["warning"].iloc[1] == unfamiliar_text_warning(0.0)
+    assert "warning" not in pyfunc.predict(pd.DataFrame({"abstract": [REAL]})).columns
