@@ -93,6 +93,7 @@ def _endpoint(path: str, body: type[BaseModel], response: type[BaseModel] | None
             return await anyio.to_thread.run_sync(self._respond, work, read, limiter=self.threads)
 
         endpoint.__name__, endpoint.__qualname__, endpoint.__doc__ = work.__name__, work.__qualname__, work.__doc__
+        endpoint.work = work  # type: ignore[attr-defined]  # the answer without HTTP: self._respond(endpoint.work, body)
         return app.post(
             path,
             response_model=response,
