@@ -64,12 +64,21 @@ class Answer(BaseModel):
             "model's default (GET /metadata lists them). Probabilities sum to 1 over its tracks."
         ),
     )
+    warning: str | None = Field(
+        None,
+        description=(
+            "Set when most of the abstract's words are outside the model's training vocabulary (another language, "
+            "not an ML abstract): the tracks are then a guess. Absent or null otherwise."
+        ),
+    )
 
 
 RANKED_FIELDS = ("tracks", "areas")
 """The answer fields every artifact gives."""
 CONFIDENCE_FIELDS = ("prediction_set", "confident")
-"""The answer fields a calibrated artifact adds (models/confidence.py); e.g. the labeler's CSV columns."""
+"""The answer fields a calibrated artifact adds (models/confidence.py)."""
+EXTRA_FIELDS = (*CONFIDENCE_FIELDS, "warning")
+"""The answer fields beyond the ranked ones that may be present: e.g. the labeler's CSV columns."""
 
 
 # --------------------------------------------------------------------------- the plain-dict form
@@ -95,6 +104,7 @@ class AnswerDict(TypedDict):
     prediction_set: NotRequired[list[str]]  # conformal set at the nominal coverage, most probable first
     confident: NotRequired[bool]  # top-1 probability reaches the threshold chosen for the target precision
     taxonomy: NotRequired[str]  # the taxonomy the tracks are named in (artifacts trained with taxonomies)
+    warning: NotRequired[str]  # most of the abstract's words are outside the training vocabulary (models/request.py)
 
 
 # --------------------------------------------------------------------------- the MLflow signature

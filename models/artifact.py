@@ -298,8 +298,9 @@ class PaperTrackModel(PythonModel):
         if self.predictor.taxonomy:
             names.append("taxonomy")
         columns = {name: [a.get(name) for a in answers] for name in names}
-        if any("error" in a for a in answers):  # a row that could not be answered: its fields None, the reason here
-            columns["error"] = [a.get("error") for a in answers]
+        for extra in ("warning", "error"):  # text the model does not know / a row that could not be answered
+            if any(extra in a for a in answers):
+                columns[extra] = [a.get(extra) for a in answers]
         return pd.DataFrame(columns)
 
 

@@ -10,3 +10,10 @@ MAX_TITLE_CHARS = 1_000
 """Longest title accepted (characters)."""
 MAX_BATCH = 1_000
 """Most papers in one ``/predict_batch`` request; send larger dumps in several requests or use ``papertrack label``."""
+
+
+def too_long(field: str, length: int, limit: int) -> str:
+    """Why a paper's ``field`` (abstract, title) of ``length`` characters is refused (the service's 400, the labeler's
+    error row: one wording)."""
+    hint = ": paste the abstract, not the whole paper" if field == "abstract" else ""
+    return f"{field} has {length:,} characters; at most {limit:,} are accepted{hint}"

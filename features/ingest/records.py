@@ -87,6 +87,7 @@ class BadRecord:
     # "empty": empty or content-free abstract; "header": a text dump's header; "too-long": a line or record over
     # the reading limits (``InputLimits``); else "invalid"
     kind: str = "invalid"
+    number: int | None = None  # an OpenReview note's number, as its Record would carry (to join the rows back)
 
 
 # --------------------------------------------------------------------------- text and ids
@@ -137,7 +138,7 @@ def make_record(
     """Build a ``Record`` from raw field values, or the ``BadRecord`` saying why it is unusable."""
     abstract = normalise_text(abstract)
     if not abstract:
-        return BadRecord(source, line, "empty abstract", record_id, "empty")
+        return BadRecord(source, line, "empty abstract", record_id, "empty", number)
     if not has_content(abstract):
         return BadRecord(
             source,
@@ -145,15 +146,16 @@ def make_record(
             "abstract has no letters or digits (only symbols, emoji or invisible characters)",
             record_id,
             "empty",
+            number,
         )
     area = subarea = None
     if labeled is not False and label is not None:
         try:
             area, subarea = normalise_label(label)
         except ValueError as exc:
-            return BadRecord(source, line, f"invalid label {label!r}: {exc}", record_id)
+            return BadRecord(source, line, f"invalid label {label!r}: {exc}", record_id, number=number)
     elif labeled:
-        return BadRecord(source, line, missing_label, record_id)
+        return BadRecord(source, line, missing_label, record_id, number=number)
     canonical = format_label(area, subarea) if area else None
     return Record(
         record_id or make_id(abstract),
@@ -226,19 +228,20 @@ def record_from_mapping(obj: dict, source: str, line: int, labeled: bool | None)
     """Turn one JSON object, CSV row or Parquet row (field names matched case-insensitively) into a record."""
     fields = rename(note_fields({str(key).strip().lower(): value for key, value in obj.items()}))
     record_id = _optional_text(fields.get("id"))
+    number = _number(fields.get("number"))
     surrogate = _lone_surrogate(fields)
     if surrogate is not None:
-        return BadRecord(source, line, surrogate, _printable(record_id))
+        return BadRecord(source, line, surrogate, _printable(record_id), number=number)
     if "abstract" not in fields:
-        return BadRecord(source, line, missing_field_message(obj, "abstract"), record_id)
+        return BadRecord(source, line, missing_field_message(obj, "abstract"), record_id, number=number)
     abstract = fields["abstract"]
     if abstract is not None and not isinstance(abstract, str):
         reason = f"abstract is a {json_type(abstract)}, not a string"
-        return BadRecord(source, line, reason, record_id)
+        return BadRecord(source, line, reason, record_id, number=number)
     try:
         label = None if labeled is False else _label_text(fields)
     except ValueError as exc:
-        return BadRecord(source, line, str(exc), record_id)
+        return BadRecord(source, line, str(exc), record_id, number=number)
     guess = fields.get(SUGGESTED_FIELD)
     return make_record(
         source,
@@ -252,7 +255,7 @@ def record_from_mapping(obj: dict, source: str, line: int, labeled: bool | None)
         authors=_authors_text(fields.get("authors")),
         guess=guess if isinstance(guess, str) else None,
         origin=_origin(fields),
-        number=_number(fields.get("number")),
+        number=number,
     )
 
 

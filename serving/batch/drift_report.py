@@ -19,6 +19,7 @@ from pathlib import Path
 from papertrack.features.ingest import Record, iter_records
 from papertrack.features.text import model_text
 from papertrack.models.drift import DumpStats, TrainingProfile, analyzer, drift_report, summary_lines
+from papertrack.serving.size_limits import MAX_BATCH
 
 CHUNK = 5_000
 
@@ -58,16 +59,11 @@ def _labeled_keys(output: Path) -> Iterator[tuple[str, int]]:
                     yield row["source"], int(row["line"])
 
 
-def _texts(
-    inputs: Sequence[Path],
-    formats: Sequence[str | None],
-    use_title: bool,
-    labeled: Iterator[tuple[str, int]] | None = None,
-    given: Counter[str] | None = None,
-) -> Iterator[str]:
-    """The model texts of the input records; with ``labeled`` (the output's (source, line) keys, in input order),
-    only of the records that have a row: a record the run rejected (an error row) adds nothing. ``given``
-    counts the labels those records carry (labeled dumps)."""
+def _labeled_records(
+    inputs: Sequence[Path], formats: Sequence[str | None], labeled: Iterator[tuple[str, int]] | None = None
+) -> Iterator[Record]:
+    """The input records; with ``labeled`` (the output's (source, line) keys, in input order), only the records
+    that have a row: a record the run rejected (an error row) is left out."""
     wanted = next(labeled, None) if labeled is not None else None
     for path, fmt in zip(inputs, formats):
         for item in iter_records(path, fmt, labeled=None):
@@ -77,11 +73,24 @@ def _texts(
                 if wanted != (item.source, item.line):
                     continue
                 wanted = next(labeled, None)
-            if given is not None and item.label:
-                given[item.label] += 1
-            yield model_text(item.abstract, item.title, use_title)
-        if labeled is not None and wanted is None:
-            return
+            yield item
+            if labeled is not None and wanted is None:
+                return
+
+
+def _texts(
+    inputs: Sequence[Path],
+    formats: Sequence[str | None],
+    use_title: bool,
+    labeled: Iterator[tuple[str, int]] | None = None,
+    given: Counter[str] | None = None,
+) -> Iterator[str]:
+    """The model texts of the input records (of those with a row: :func:`_labeled_records`); ``given`` counts the
+    labels those records carry (labeled dumps)."""
+    for item in _labeled_records(inputs, formats, labeled):
+        if given is not None and item.label:
+            given[item.label] += 1
+        yield model_text(item.abstract, item.title, use_title)
 
 
 def output_drift(
@@ -114,6 +123,36 @@ def output_drift(
             line = given_labels_warning(report["given_labels"])
             report["warning"] = f"{report['warning']}; {line}" if report["warning"] else line
     return report
+
+
+def service_drift(service, output: Path, inputs: Sequence[Path], fmt: str | None = None) -> tuple[dict | None, str]:
+    """(the drift report of a run labeled through a service (``--url``; ``service``: its HTTP backend), why not
+    when None): ``POST /drift`` with the labeled records — all of them, or an evenly spaced sample of ``MAX_BATCH``
+    (one request's most) when there are more, said in the report's ``sample``. The labels the records carry are
+    counted here, over every labeled record, as a local run does."""
+    total = sum(1 for _ in _labeled_keys(output))
+    if total == 0:
+        return None, "no record was labeled"
+    step = max(1.0, total / MAX_BATCH)
+    picked = {int(i * step) for i in range(min(total, MAX_BATCH))}
+    given: Counter[str] = Counter()
+    papers = []
+    for i, record in enumerate(_labeled_records(inputs, [fmt] * len(inputs), _labeled_keys(output))):
+        if record.label:
+            given[record.label] += 1
+        if i in picked:
+            papers.append(record)
+    report, why = service.drift(papers)
+    if report is None:
+        return None, why
+    if len(papers) < total:
+        report["sample"] = {"records": len(papers), "of": total}
+    if given:
+        report["given_labels"] = given_labels_report(given, sorted(service.labels), service.taxonomy)
+        if report["given_labels"]["unknown"]:
+            line = given_labels_warning(report["given_labels"])
+            report["warning"] = f"{report['warning']}; {line}" if report.get("warning") else line
+    return report, ""
 
 
 def given_labels_report(given: Counter[str], known: Sequence[str], taxonomy: str = "") -> dict:
@@ -157,28 +196,33 @@ def report_run(
     fmt: str | None = None,
     say: Callable[[str], None],
     note: Callable[[str], None],
+    service=None,
 ) -> dict | None:
     """Report the drift of a finished run (its lines through ``say``, the command's console) and write it to
-    ``OUT.drift.json``; None (with a ``note``) when the model carries no training profile (trained before drift
-    reports, or labeling via --url)."""
-    profile = getattr(predictor, "training_profile", None) if predictor is not None else None
-    if profile is None:
-        why = (
-            "labeling through a service"
-            if predictor is None
-            else "the model was trained before drift reports existed; retrain it to get one"
+    ``OUT.drift.json``: computed here from the model's training profile, or (labeling with --url: ``service``, the
+    HTTP backend) by the service's ``POST /drift``. None (with a ``note``) when the model carries no training
+    profile (trained before drift reports)."""
+    if service is not None:
+        report, why = service_drift(service, output, inputs, fmt)
+    else:
+        profile = getattr(predictor, "training_profile", None)
+        why = "the model was trained before drift reports existed; retrain it to get one"
+        report = (
+            None
+            if profile is None
+            else output_drift(
+                output,
+                inputs,
+                profile,
+                fmt=fmt,
+                use_title=bool(getattr(predictor, "use_title", False)),
+                known_labels=predictor.space.labels,
+                taxonomy=getattr(predictor, "taxonomy", ""),
+            )
         )
+    if report is None:
         note(f"no drift report ({why})")
         return None
-    report = output_drift(
-        output,
-        inputs,
-        profile,
-        fmt=fmt,
-        use_title=bool(getattr(predictor, "use_title", False)),
-        known_labels=predictor.space.labels,
-        taxonomy=getattr(predictor, "taxonomy", ""),
-    )
     for line in summary_lines(report):
         say(line)
     path = drift_path(output)

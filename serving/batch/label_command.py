@@ -187,7 +187,16 @@ def label(
             _note_training_overlap(getattr(backend, "predictor", None), dumps, fmt)
         from papertrack.serving.batch.drift_report import report_run
 
-        report_run(getattr(backend, "predictor", None), result.paths.output, dumps, fmt=fmt, say=say, note=note)
+        service = backend if url else None  # with --url: the service's POST /drift
+        report_run(
+            getattr(backend, "predictor", None),
+            result.paths.output,
+            dumps,
+            fmt=fmt,
+            say=say,
+            note=note,
+            service=service,
+        )
     _exit_when_records_failed(result)
 
 

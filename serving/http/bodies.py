@@ -3,12 +3,13 @@ validated (:func:`validated`: its pydantic model), or the 4xx saying what to fix
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect, Request
 
-from papertrack.serving.http.error_answers import BadRequest, ClientGone, invalid_request
+from papertrack.serving.http.error_answers import BadRequest, ClientGone, errors_of, explain, invalid_request
+from papertrack.serving.http.schemas import Paper
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """Largest request body accepted (bytes): enough for ``MAX_BATCH`` long abstracts."""
@@ -51,4 +52,17 @@ def validated(model: type[M], body: bytes) -> M:
     try:
         return model.model_validate_json(body)
     except ValidationError as exc:
-        raise invalid_request(exc, body) from None
+        raise invalid_request(exc, body, list(model.model_fields)) from None
+
+
+def validated_papers(papers: list[Any]) -> tuple[list[tuple[int, Paper]], list[dict]]:
+    """Each paper of a batch validated on its own: (the valid ones with their index, the results of the others:
+    ``{"error": {"error": one line, "detail": [...], "index": i}}``, a 400 answer's shape)."""
+    good, failed = [], []
+    for i, paper in enumerate(papers):
+        try:
+            good.append((i, Paper.model_validate(paper)))
+        except ValidationError as exc:
+            detail = errors_of(exc, list(Paper.model_fields), ("papers", i))
+            failed.append({"error": {"error": explain(detail), "detail": detail, "index": i}})
+    return good, failed

@@ -4,9 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from papertrack.errors import PapertrackError
 from papertrack.models.drift import DumpStats, drift_report
@@ -35,15 +32,7 @@ class NoProfile(PapertrackError):
     """The model has no training profile to compare a dump with."""
 
 
-class DriftRequest(BaseModel):
+class DriftRequest(schemas.PredictBatchRequest):
     """Body of ``POST /drift``: the body of ``/predict_batch`` (``{"papers": [...], "top_k": ..., "taxonomy":
     ...}``: a client sends the same body to both); the report is against the asked taxonomy's training profile
     (``top_k`` is checked as there and does not change the report)."""
-
-    model_config = ConfigDict(strict=True, extra="forbid")
-    papers: Annotated[
-        list[schemas.Paper],
-        Field(min_length=1, max_length=schemas.MAX_BATCH, description=f"1 to {schemas.MAX_BATCH:,} papers."),
-    ]
-    top_k: schemas.TopK = schemas.DEFAULT_TOP_K
-    taxonomy: schemas.Taxonomy = None

@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from fastapi import FastAPI, Request
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+
+from papertrack.features.ingest.columns import did_you_mean
 
 logger = logging.getLogger("bentoml.papertrack")  # under "bentoml": shown in the server log
 
@@ -117,16 +119,42 @@ class BadRequest(Exception):
         self.message, self.detail, self.status = message, detail or [], status
 
 
-def invalid_request(error: ValidationError, body: bytes) -> BadRequest:
+def invalid_request(error: ValidationError, body: bytes, fields: Sequence[str] = ()) -> BadRequest:
     """The 400 for a body that failed pydantic validation: what is wrong with its encoding when that is the
-    problem, else every invalid field in one line (``detail``: pydantic's errors without the input echoed)."""
-    detail = json.loads(error.json(include_url=False, include_context=False, include_input=False))
+    problem, else every invalid field in one line (``detail``: pydantic's errors without the input echoed; an
+    unknown field among ``fields``' names, the body's known ones, gets :func:`hinted`)."""
+    detail = errors_of(error, fields)
     problem = encoding_problem(body)
     if problem is not None:
         return BadRequest(
             f"invalid request: {problem}", detail or [{"type": "body_encoding", "loc": [], "msg": problem}]
         )
     return BadRequest(explain(detail), detail)
+
+
+def errors_of(error: ValidationError, fields: Sequence[str] = (), prefix: tuple = ()) -> list[dict]:
+    """pydantic's errors without the input echoed, hinted (:func:`hinted`), located under ``prefix``."""
+    detail = hinted(json.loads(error.json(include_url=False, include_context=False, include_input=False)), fields)
+    for item in detail:
+        item["loc"] = [*prefix, *item.get("loc", ())]
+    return detail
+
+
+def hinted(detail: list[dict], fields: Sequence[str]) -> list[dict]:
+    """An unknown field that is a known one misspelt (another letter case, a plural, a typo — the CLI's
+    :func:`~papertrack.features.ingest.columns.did_you_mean`), or the only unknown field where the only missing
+    one is (``{"text": ...}``), says so: ``Extra inputs are not permitted: did you mean "abstract"?``."""
+    top = [e for e in detail if len(e.get("loc") or ()) == 1]
+    missing = [str(e["loc"][0]) for e in top if e.get("type") == "missing"]
+    extra = [e for e in top if e.get("type") == "extra_forbidden"]
+    for e in extra:
+        name = str(e["loc"][0])
+        near = next((f for f in fields if did_you_mean(f, [name]) is not None), None)
+        if near is None and len(extra) == 1 and len(missing) == 1:
+            near = missing[0]
+        if near is not None:
+            e["msg"] = f'{e["msg"]}: did you mean "{near}"?'
+    return detail
 
 
 class ClientGone(Exception):

@@ -7,7 +7,7 @@ names the field (``loc``) and says what is wrong (``msg``).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
@@ -15,7 +15,7 @@ from pydantic_core import PydanticCustomError
 from papertrack import settings
 from papertrack.features.ingest import has_content
 from papertrack.models.answer import DEFAULT_TOP_K, Answer
-from papertrack.serving.size_limits import MAX_ABSTRACT_CHARS, MAX_BATCH, MAX_TITLE_CHARS
+from papertrack.serving.size_limits import MAX_ABSTRACT_CHARS, MAX_BATCH, MAX_TITLE_CHARS, too_long
 
 MAX_TOP_K = 1_000
 """Static upper bound of ``top_k``; the real bound is the model's number of labels, checked per request."""
@@ -32,11 +32,13 @@ CONTENT_PATTERN = r"[^\W_]"
 Checked by the validator below, whose messages say what to fix; the spec only documents it."""
 
 
-def _not_blank(value: str) -> str:
+def _abstract_text(value: str) -> str:
+    """The abstract, or the 400 saying what to fix: empty, over the limit (a whole paper), no letter or digit."""
     if not value.strip():
-        raise PydanticCustomError(
-            "blank_abstract", "abstract is empty or only whitespace; send the paper's abstract text"
-        )
+        what = "empty" if not value else "empty (only whitespace)"
+        raise PydanticCustomError("blank_abstract", f"the abstract is {what}: send the paper's abstract text")
+    if len(value) > MAX_ABSTRACT_CHARS:
+        raise PydanticCustomError("abstract_too_long", too_long("abstract", len(value), MAX_ABSTRACT_CHARS))
     if not has_content(value):
         raise PydanticCustomError(
             "no_content",
@@ -46,16 +48,15 @@ def _not_blank(value: str) -> str:
     return value
 
 
+# The abstract's length is checked by its validator (whose messages say what to fix) and documented in the spec.
 Abstract = Annotated[
     str,
     Field(
-        min_length=1,
-        max_length=MAX_ABSTRACT_CHARS,
         description=f"The paper's abstract (1 to {MAX_ABSTRACT_CHARS:,} characters, with at least one letter "
         f"or digit, in any script: the pattern's \\W is Unicode's, as in Python).",
-        json_schema_extra={"pattern": CONTENT_PATTERN},
+        json_schema_extra={"minLength": 1, "maxLength": MAX_ABSTRACT_CHARS, "pattern": CONTENT_PATTERN},
     ),
-    AfterValidator(_not_blank),
+    AfterValidator(_abstract_text),
 ]
 Title = Annotated[
     str | None,
@@ -151,6 +152,13 @@ class PredictBatchRequest(BaseModel):
     taxonomy: Taxonomy = None
 
 
+class BatchEnvelope(PredictBatchRequest):
+    """``/predict_batch``'s (and ``/drift``'s) body as it is read: each paper is then validated on its own, so one
+    bad paper gets one error in its place (the spec documents :class:`PredictBatchRequest`)."""
+
+    papers: Annotated[list[Any], Field(min_length=1, max_length=MAX_BATCH)]  # type: ignore[assignment]
+
+
 # --------------------------------------------------------------------------- responses
 
 
@@ -168,8 +176,27 @@ class PredictResponse(PaperResult):
     model: ModelInfo
 
 
+class ErrorResponse(BaseModel):
+    error: str
+    detail: list[dict] = Field(default_factory=list)
+
+
+class PaperErrorDetail(ErrorResponse):
+    index: int = Field(description="The paper's position in the request's papers (from 0).")
+
+
+class PaperError(BaseModel):
+    """The result of a paper that failed validation: why, in the shape of a 400 answer, with its position."""
+
+    error: PaperErrorDetail
+
+
 class PredictBatchResponse(BaseModel):
-    results: list[PaperResult] = Field(description="One result per paper, in request order.")
+    results: list[PaperResult | PaperError] = Field(
+        description="One result per paper, in request order: its answer, or for a paper that failed validation "
+        "an `error` (the shape of a 400 answer, with the paper's `index`). The status is 200 when any paper was "
+        "answered, 400 when none was."
+    )
     model: ModelInfo
 
 
@@ -212,11 +239,6 @@ class MetadataResponse(BaseModel):
         default_factory=dict,
         description="Every taxonomy the model answers in (a request's `taxonomy`), with its labels and calibration.",
     )
-
-
-class ErrorResponse(BaseModel):
-    error: str
-    detail: list[dict] = Field(default_factory=list)
 
 
 LIMITS = {"max_abstract_chars": MAX_ABSTRACT_CHARS, "max_title_chars": MAX_TITLE_CHARS, "max_batch": MAX_BATCH}

@@ -61,7 +61,11 @@ def serve(
             f"--behind-proxy when {host} is only reachable by your proxy."
         )
     if _port_in_use(host, port):  # before anything is printed: BentoML would fail late, with a long traceback
-        raise UsageError(f"port {port} on {host} is in use; pass --port with a free one (e.g. --port {port + 1})")
+        free = next((p for p in range(port + 1, min(port + 100, 65535) + 1) if not _port_in_use(host, p)), None)
+        raise UsageError(
+            f"port {port} on {host} is in use; pass --port with a free one"
+            + (f" (e.g. --port {free}, free now)" if free else "")
+        )
     model, opened = _champion_or_exit(alias)
     env = service_env(str(model.tag), workers=workers, access_log=access_log, store=opened)
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}"

@@ -24,7 +24,7 @@ from __future__ import annotations
 import gc
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import anyio
 import attrs
@@ -38,9 +38,9 @@ from threadpoolctl import threadpool_limits
 
 from papertrack import settings
 from papertrack.errors import NoModelError, UsageError
-from papertrack.models.request import PredictRequest, TopKError
+from papertrack.models.request import PredictRequest, TopKError, unfamiliar_text_warnings
 from papertrack.serving.http import bento_store, error_answers, explain_api, openapi, page, schemas
-from papertrack.serving.http.bodies import read_json_body, validated
+from papertrack.serving.http.bodies import read_json_body, validated, validated_papers
 from papertrack.serving.http.drift_api import DriftRequest
 from papertrack.serving.http.error_answers import BadRequest
 from papertrack.serving.http.middleware import OriginGuard, SpecRoute, UnknownPaths
@@ -82,16 +82,29 @@ error_answers.install(app)  # 400/404/405/413/415 in the service's error shape; 
 page.install(app)  # GET / (the page), GET /docs (OpenAPI page), POST /parse_dump
 
 
-def _doc(name: str, request: type[BaseModel], response: type[BaseModel] | None, summary: str, **errors: str):
-    """The route's OpenAPI description: its JSON body (``request``), its answer and its 4xx answers."""
-    return {
-        "response_model": response,
-        "tags": ["Service APIs"],
-        "operation_id": f"papertrack__{name}",
-        "summary": summary,
-        "responses": openapi.error_responses(**errors),
-        "openapi_extra": openapi.json_body(request),
-    }
+def _endpoint(path: str, body: type[BaseModel], response: type[BaseModel] | None, summary: str, **errors: str):
+    """A ``POST`` route of the service: its JSON body read in the event loop (:func:`read_json_body`: Content-Type,
+    size), then the decorated ``work(self, body) -> dict`` (validate, predict) and the answer's JSON, with the
+    served model, in the worker's thread pool. The OpenAPI description: its JSON body, its answer, its 4xx."""
+
+    def route(work: Callable[[PaperTrack, bytes], dict]):
+        async def endpoint(self, request: Request) -> Response:
+            read = await read_json_body(request)
+            return await anyio.to_thread.run_sync(self._respond, work, read, limiter=self.threads)
+
+        endpoint.__name__, endpoint.__qualname__, endpoint.__doc__ = work.__name__, work.__qualname__, work.__doc__
+        endpoint.work = work  # type: ignore[attr-defined]  # the answer without HTTP: self._respond(endpoint.work, body)
+        return app.post(
+            path,
+            response_model=response,
+            tags=["Service APIs"],
+            operation_id=f"papertrack__{path[1:]}",
+            summary=summary,
+            responses=openapi.error_responses(**errors),
+            openapi_extra=openapi.json_body(body),
+        )(endpoint)
+
+    return route
 
 
 @bentoml.service(
@@ -141,10 +154,8 @@ class PaperTrack:
             "papertrack model %s (v%s, run %s) loaded", stored.tag, self.model_info.version, self.model_info.run_id
         )
 
-    async def _answer(self, request: Request, work: Callable[[bytes], Response]) -> Response:
-        """``work(body)`` in the worker's thread pool, once the JSON body is read."""
-        body = await read_json_body(request)
-        return await anyio.to_thread.run_sync(work, body, limiter=self.threads)
+    def _respond(self, work: Callable[[PaperTrack, bytes], dict], body: bytes) -> Response:
+        return _json({**work(self, body), "model": self._model_json})
 
     def _head(self, taxonomy: str | None, top_k: int):
         """(the predictor of the asked taxonomy, the top_k to answer with) checked (models/request.py), or the 400.
@@ -159,78 +170,74 @@ class PaperTrack:
                 f"invalid request: {exc}", [{"type": "value_error", "loc": [field], "msg": str(exc)}]
             ) from None
 
-    # --- endpoints -------------------------------------------------------------------------
-    @app.post(
-        "/predict",
-        **_doc("predict", schemas.PredictRequest, schemas.PredictResponse, "Ranked tracks of one abstract"),
-    )
-    async def predict(self, request: Request) -> Response:
+    def _answers(self, asked, papers: Sequence) -> list[dict]:
+        """The answers of ``papers`` (each with an ``abstract`` and a ``title``) in the asked taxonomy with the
+        asked top_k (the 400 when either is wrong), as ``papertrack.load().predict`` answers (warnings included)."""
+        _, top_k = self._head(asked.taxonomy, asked.top_k)
+        abstracts, titles = [p.abstract for p in papers], [p.title for p in papers]
+        return PredictRequest(abstracts=abstracts, titles=titles, top_k=top_k, taxonomy=asked.taxonomy).answer(
+            self.predictor
+        )
+
+    def _batch(self, body: bytes):
+        """A batch body (``/predict_batch``, ``/drift``): (the request, its head, its valid papers with their index,
+        the error results of the others). The whole batch is refused (400) when its envelope is wrong or no paper
+        is valid."""
+        asked = validated(schemas.BatchEnvelope, body)
+        head, _ = self._head(asked.taxonomy, asked.top_k)
+        good, failed = validated_papers(asked.papers)
+        if not good:
+            detail = [item for result in failed for item in result["error"]["detail"]]
+            raise BadRequest(error_answers.explain(detail), detail)
+        return asked, head, good, failed
+
+    @_endpoint("/predict", schemas.PredictRequest, schemas.PredictResponse, "Ranked tracks of one abstract")
+    def predict(self, body: bytes) -> dict:
         """Ranked tracks (top_k) and every area, for one abstract, in the asked taxonomy's names."""
-        return await self._answer(request, self._predict)
-
-    def _predict(self, body: bytes) -> Response:
         asked = validated(schemas.PredictRequest, body)
-        head, top_k = self._head(asked.taxonomy, asked.top_k)
-        result = head.rank(head.predict_proba([asked.abstract], [asked.title]), top_k)[0]
-        result["model"] = self._model_json
-        return _json(result)
+        return self._answers(asked, [asked])[0]
 
-    @app.post(
-        "/predict_batch",
-        **_doc("predict_batch", schemas.PredictBatchRequest, schemas.PredictBatchResponse, "Ranked tracks of papers"),
-    )
-    async def predict_batch(self, request: Request) -> Response:
-        """One result per paper, in request order (at most MAX_BATCH papers per request)."""
-        return await self._answer(request, self._predict_batch)
+    @_endpoint("/predict_batch", schemas.PredictBatchRequest, schemas.PredictBatchResponse, "Ranked tracks of papers")
+    def predict_batch(self, body: bytes) -> dict:
+        """One result per paper, in request order (at most MAX_BATCH papers per request): its answer, or in its
+        place an `error` for a paper that failed validation (status 200 when any paper was answered)."""
+        asked, _, good, failed = self._batch(body)
+        results: list[dict] = [None] * len(asked.papers)  # type: ignore[list-item]
+        for (i, _), answer in zip(good, self._answers(asked, [paper for _, paper in good])):
+            results[i] = answer
+        for result in failed:
+            results[result["error"]["index"]] = result
+        return {"results": results}
 
-    def _predict_batch(self, body: bytes) -> Response:
-        asked = validated(schemas.PredictBatchRequest, body)
-        head, top_k = self._head(asked.taxonomy, asked.top_k)
-        papers = asked.papers
-        results = head.rank(head.predict_proba([p.abstract for p in papers], [p.title for p in papers]), top_k)
-        return _json({"results": results, "model": self._model_json})
-
-    @app.post(
+    @_endpoint(
         "/drift",
-        **_doc(
-            "drift",
-            DriftRequest,
-            None,
-            "How a batch differs from the training data",
-            **{"409": "The served model carries no training profile (trained before drift reports)."},
-        ),
+        DriftRequest,
+        None,
+        "How a batch differs from the training data",
+        **{"409": "The served model carries no training profile (trained before drift reports)."},
     )
-    async def drift(self, request: Request) -> Response:
+    def drift(self, body: bytes) -> dict:
         """How this batch differs from the training data: the drift report of `papertrack label`, as JSON — against
-        the asked taxonomy's training papers (default: the model's default taxonomy)."""
-        return await self._answer(request, self._drift)
-
-    def _drift(self, body: bytes) -> Response:
+        the asked taxonomy's training papers (default: the model's default taxonomy). Papers that fail validation
+        are left out of the report and listed in `errors` (`papers` = `records` + errors)."""
         from papertrack.serving.http.drift_api import NoProfile, batch_report
 
-        asked = validated(DriftRequest, body)
-        head, _ = self._head(asked.taxonomy, asked.top_k)
-        papers = asked.papers
+        asked, head, good, failed = self._batch(body)
         try:
-            report = batch_report(head, [p.abstract for p in papers], [p.title for p in papers])
+            report = batch_report(head, [p.abstract for _, p in good], [p.title for _, p in good])
         except NoProfile as exc:
             raise BadRequest(str(exc), status=409) from None
-        return _json({**report, "taxonomy": head.taxonomy or None, "model": self._model_json})
+        errors = [result["error"] for result in failed]
+        return {**report, "papers": len(asked.papers), "errors": errors, "taxonomy": head.taxonomy or None}
 
-    @app.post(
+    @_endpoint(
         "/explain",
-        **_doc(
-            "explain",
-            explain_api.ExplainRequest,
-            explain_api.ExplainResponse,
-            "Why: the terms behind each track, the nearest labeled papers",
-        ),
+        explain_api.ExplainRequest,
+        explain_api.ExplainResponse,
+        "Why: the terms behind each track, the nearest labeled papers",
     )
-    async def explain(self, request: Request) -> Response:
+    def explain(self, body: bytes) -> dict:
         """The ranked tracks, the terms that pushed each of them up, and the most similar labeled papers."""
-        return await self._answer(request, self._explain)
-
-    def _explain(self, body: bytes) -> Response:
         asked = validated(explain_api.ExplainRequest, body)
         head, top_k = self._head(asked.taxonomy, asked.top_k)
         explain_api.check_terms(top_k, asked.terms)
@@ -239,8 +246,8 @@ class PaperTrack:
                 head, asked.abstract, asked.title, top_k, n_terms=asked.terms, n_neighbors=asked.neighbors
             )
         )
-        answer["model"] = self._model_json
-        return _json(answer)
+        (warning,) = unfamiliar_text_warnings(self.predictor, [asked.abstract])
+        return answer if warning is None else {**answer, "warning": warning}
 
     @app.get(
         "/metadata",

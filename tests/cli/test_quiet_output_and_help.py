@@ -325,7 +325,7 @@ def test_the_page_csv_is_the_cli_csv():
         pytest.skip("Chromium is missing")
     playwright_api = pytest.importorskip("playwright.sync_api")
     from papertrack.features.ingest import Record
-    from papertrack.models.answer import CONFIDENCE_FIELDS
+    from papertrack.models.answer import EXTRA_FIELDS
     from papertrack.serving.batch.labeler.rows import RowFormat
 
     def answer(probabilities, prediction_set, confident):
@@ -356,7 +356,10 @@ def test_the_page_csv_is_the_cli_csv():
             "line": 9,
             "title": None,
             "label": None,
-            "answer": answer([0.5, 0.25, 0.0001], ["Theory · Learning Theory", "Deep Learning · Theory"], False),
+            "answer": {
+                **answer([0.5, 0.25, 0.0001], ["Theory · Learning Theory", "Deep Learning · Theory"], False),
+                "warning": 'only 12% of the abstract\'s words are known to the model, "quoted"',
+            },
         },
         {
             "id": "-p3",
@@ -367,7 +370,7 @@ def test_the_page_csv_is_the_cli_csv():
         },
         {"id": "p4", "line": 15, "title": "rejected", "label": None, "answer": {"error": "abstract too long"}},
     ]
-    rows = RowFormat("csv", 3, extras=CONFIDENCE_FIELDS)
+    rows = RowFormat("csv", 3, extras=EXTRA_FIELDS)
     kept = [p for p in papers if "error" not in p["answer"]]
     expected = (
         rows.header()

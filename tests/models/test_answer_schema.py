@@ -79,6 +79,7 @@ def test_the_mlflow_signature_outputs_are_the_answer_fields():
             ColSpec(Array("string"), "prediction_set", required=False),
             ColSpec("boolean", "confident", required=False),
             ColSpec("string", "taxonomy", required=False),
+            ColSpec("string", "warning", required=False),
         ]
     )
     assert signature().outputs.to_dict() == expected.to_dict()
@@ -150,5 +151,5 @@ def test_parquet_rows_carry_the_answers_tracks_and_top_area_with_the_schemas_typ
 
 
 def test_parquet_rows_carry_every_other_answer_field(parquet_row):
-    for name in answer.CONFIDENCE_FIELDS:
+    for name in answer.EXTRA_FIELDS:
         assert parquet_row.get(name) == ddl_type(Answer.model_fields[name].annotation), name

@@ -116,18 +116,19 @@ def where_it_ran(monkeypatch, name: str) -> list[bool]:
 
 
 @pytest.mark.parametrize(
-    "path,method,body",
+    "path,body",
     [
-        ("/predict", "_predict", {"abstract": ABSTRACTS[0]}),
-        ("/predict_batch", "_predict_batch", {"papers": [{"abstract": ABSTRACTS[0]}]}),
-        ("/explain", "_explain", {"abstract": ABSTRACTS[0], "terms": 11}),
-        ("/drift", "_drift", {"papers": [{"abstract": ABSTRACTS[0]}]}),
+        ("/predict", {"abstract": ABSTRACTS[0]}),
+        ("/predict_batch", {"papers": [{"abstract": ABSTRACTS[0]}]}),
+        ("/explain", {"abstract": ABSTRACTS[0], "terms": 11}),
+        ("/drift", {"papers": [{"abstract": ABSTRACTS[0]}]}),
     ],
 )
-def test_validation_and_prediction_run_off_the_event_loop(client, monkeypatch, path, method, body):
+def test_validation_and_prediction_run_off_the_event_loop(client, monkeypatch, path, body):
     """Whatever a request costs (a 19,990 × U+FDFA abstract expands 18× in NFKD), it is validated and answered in
-    the worker's thread pool: the event loop keeps answering /healthz. No per-request cost model decides it."""
-    seen = where_it_ran(monkeypatch, method)
+    the worker's thread pool (``_respond`` runs each endpoint's work: validate, predict, write the answer): the
+    event loop keeps answering /healthz. No per-request cost model decides it."""
+    seen = where_it_ran(monkeypatch, "_respond")
     response = client.post(path, json=body)
     assert response.status_code in (200, 409), response.text
     assert seen == [False]
@@ -254,12 +255,20 @@ def test_json_answers_keep_their_headers(client):
 
 
 @pytest.mark.slow  # runs `papertrack serve`
-def test_serve_on_a_busy_port_is_one_error_line(tmp_path):
+def test_serve_on_a_busy_port_is_one_error_line_suggesting_a_free_port(tmp_path):
+    """The port suggested is free (the next one is busy too here), not just the next number."""
+    import re
+
     env = {**os.environ, "PAPERTRACK_HOME": str(tmp_path / "home"), "BENTOML_HOME": str(tmp_path / "bentoml")}
-    with socket.socket() as busy:
+    with socket.socket() as busy, socket.socket() as next_one:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
+        try:
+            next_one.bind(("127.0.0.1", port + 1))
+            next_one.listen()
+        except OSError:
+            pass  # busy already
         result = subprocess.run(
             [PAPERTRACK, "serve", "--port", str(port)],
             env=env,
@@ -268,6 +277,10 @@ def test_serve_on_a_busy_port_is_one_error_line(tmp_path):
             timeout=120,
             start_new_session=True,
         )
+        suggested = re.search(r"--port (\d+), free now", result.stderr)
+        assert suggested and int(suggested.group(1)) > port + 1, result.stderr
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", int(suggested.group(1))))  # free indeed
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Serving" not in result.stdout and "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()

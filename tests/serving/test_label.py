@@ -154,6 +154,7 @@ def test_csv_output_matches_jsonl(dump, tmp_path):
         "in_top_k",
         "prediction_set",
         "confident",
+        "warning",  # empty unless the abstract is mostly outside the training vocabulary
     ]
     assert len(table) == len(rows)
     for row, line in zip(rows, table):
@@ -165,6 +166,7 @@ def test_csv_output_matches_jsonl(dump, tmp_path):
         assert line["in_top_k"] == ("" if row["in_top_k"] is None else str(row["in_top_k"]).lower())
         assert json.loads(line["prediction_set"]) == row["prediction_set"] and row["prediction_set"]
         assert line["confident"] == str(row["confident"]).lower()
+        assert line["warning"] == row.get("warning", "")
 
 
 def test_every_input_format_in_one_run(trained, data_dir, tmp_path):
@@ -442,3 +444,27 @@ def test_over_long_abstract_is_an_error_row_locally_as_over_http(tmp_path, backe
     assert (result.counters.rows, result.counters.errors) == (1, 1)
     (error,) = read_jsonl(tmp_path / "l.errors.jsonl")
     assert error["id"] == "long" and error["kind"] == "rejected" and "at most 20,000" in error["reason"]
+
+
+def test_error_rows_carry_the_id_and_number_an_answered_row_would(tmp_path, backend):
+    """An OpenReview note that cannot be labeled keeps its ``number`` (to join the rows back), as a labeled one."""
+    from papertrack.serving.batch import labeler
+
+    path = tmp_path / "notes.jsonl"
+    notes = [
+        {"id": "a1", "number": 17, "abstract": "a graph neural network paper"},
+        {"id": "b2", "number": 18, "abstract": ""},
+        {"id": "c3", "number": 19, "abstract": "graph " * 4000},
+        {"id": "d4", "number": 20},
+    ]
+    path.write_text("".join(json.dumps(note) + "\n" for note in notes), encoding="utf-8")
+    result = labeler.label_dumps([path], tmp_path / "l.jsonl", backend)
+    assert (result.counters.rows, result.counters.errors) == (1, 3)
+    (row,) = read_jsonl(tmp_path / "l.jsonl")
+    assert (row["id"], row["number"]) == ("a1", 17)
+    errors = read_jsonl(tmp_path / "l.errors.jsonl")
+    assert [(e["id"], e["number"], e["kind"]) for e in errors] == [
+        ("b2", 18, "empty"),
+        ("c3", 19, "rejected"),
+        ("d4", 20, "invalid"),
+    ]

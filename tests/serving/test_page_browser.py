@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from papertrack.models.request import unfamiliar_text_warning
+from tests.serving.test_unfamiliar_text import CHINESE
+
 pytestmark = pytest.mark.slow
 
 ARTIFACTS = (
@@ -114,20 +117,27 @@ def test_drop_a_dump_get_a_csv(page, trained):
     rows = records(trained, 7)
     lines = [json.dumps({"id": r["id"], "abstract": r["abstract"], "title": r["title"]}) for r in rows]
     lines.insert(3, json.dumps({"abstract": ""}))  # skipped and listed
+    lines.insert(5, json.dumps({"id": "whole", "abstract": "graph " * 4000}))  # rejected by the service, listed
+    lines.append(json.dumps({"id": "zh", "abstract": CHINESE}))  # labeled, with a warning
     content = "\n".join(lines) + "\n"
     transfer = page.evaluate_handle(
         "(text) => { const dt = new DataTransfer(); dt.items.add(new File([text], 'dump.jsonl')); return dt; }", content
     )
     page.dispatch_event("#drop-zone", "drop", {"dataTransfer": transfer})
     page.wait_for_selector("#dump-download:not([hidden])")
-    assert "7 papers labeled" in page.inner_text("#dump-status")
-    assert page.locator("#dump-skipped li").count() == 1
+    assert "8 papers labeled, 1 rejected" in page.inner_text("#dump-status")
+    skipped = page.locator("#dump-skipped li").all_inner_texts()
+    assert len(skipped) == 2 and "not labeled: abstract: abstract has 23,999 characters" in skipped[1], (
+        skipped
+    )  # (trimmed)
+    assert "paste the abstract, not the whole paper" in skipped[1]
     with page.expect_download() as download:
         page.click("#dump-download")
     path = download.value.path()
     table = list(csv.DictReader(io.StringIO(Path(path).read_text(encoding="utf-8"))))
-    assert len(table) == 7
-    assert [row["id"] for row in table] == [r["id"] for r in rows]
+    assert len(table) == 8
+    assert [row["id"] for row in table] == [r["id"] for r in rows] + ["zh"]
+    assert [row["warning"] for row in table][-2:] == ["", unfamiliar_text_warning(0.0)]
     assert all(row["track_1"] and row["prediction_set"] and row["confident"] in ("true", "false") for row in table)
     shutil.copy(path, ARTIFACTS / "dump.labeled.csv")
     page.screenshot(path=str(ARTIFACTS / "page-dump.png"), full_page=True)
@@ -186,3 +196,17 @@ def test_an_unsure_answer_ranking_first_set_folded_threshold_explained(page, ser
     assert page.inner_text("#paper-error").startswith("The abstract is empty")
     assert page.is_hidden("#results") and page.locator("#tracks li").count() == 0
     assert page.text_content("#set-note") == "" and page.locator("#areas li").count() == 0
+
+
+def test_text_the_model_does_not_know_gets_a_badge(page):
+    page.fill("#abstract", CHINESE)
+    page.click("#classify")
+    page.wait_for_selector("#unfamiliar:not([hidden])")
+    assert page.inner_text("#unfamiliar") == "unfamiliar text"
+    assert page.inner_text("#warning-note") == f"Warning: {unfamiliar_text_warning(0.0)}."
+    assert page.locator("#tracks li").count() >= 1  # still answered
+    page.screenshot(path=str(ARTIFACTS / "page-unfamiliar.png"))
+    page.fill("#abstract", "We propose a sparse attention mechanism for transformers on long sequences.")
+    page.click("#classify")
+    page.wait_for_selector("#unfamiliar[hidden]", state="attached")
+    assert page.inner_text("#warning-note") == ""

@@ -114,6 +114,11 @@ def test_label_through_the_service_equals_local_labeling(server, server_env, tra
         assert "123 input records = 120 labeled rows" in " ".join(result.stdout.split())
         outputs[mode] = (out.read_bytes(), (tmp_path / f"{mode}.errors.jsonl").read_bytes())
     assert outputs["http"] == outputs["local"]
+    # the drift report too: through the service's POST /drift with --url, the same numbers
+    reports = {mode: json.loads((tmp_path / f"{mode}.drift.json").read_text(encoding="utf-8")) for mode in outputs}
+    for key in ("records", "label_js", "area_js", "unsure_share", "oov_share", "labels_moved_most", "given_labels"):
+        assert reports["http"][key] == reports["local"][key], key
+    assert reports["http"]["papers"] == 120 and reports["http"]["errors"] == []
 
 
 def test_bentoml_serve_without_the_model_fails_fast(server_env, tmp_path):

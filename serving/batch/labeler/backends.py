@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from papertrack.features.ingest import Record
 from papertrack.serving.batch.labeler.label_errors import LabelError, ModelMissing
-from papertrack.serving.size_limits import MAX_ABSTRACT_CHARS, MAX_BATCH, MAX_TITLE_CHARS
+from papertrack.serving.size_limits import MAX_ABSTRACT_CHARS, MAX_BATCH, MAX_TITLE_CHARS, too_long
 
 if TYPE_CHECKING:
     from papertrack.models.answer import AnswerDict as Answer
@@ -38,12 +38,9 @@ def over_limits(record: Record) -> str | None:
     Applied by every backend, so labeling locally and through ``--url`` give the same rows and errors.
     """
     if len(record.abstract) > MAX_ABSTRACT_CHARS:
-        return (
-            f"abstract has {len(record.abstract):,} characters; at most {MAX_ABSTRACT_CHARS:,} are accepted: paste "
-            "the abstract, not the whole paper"
-        )
+        return too_long("abstract", len(record.abstract), MAX_ABSTRACT_CHARS)
     if record.title and len(record.title) > MAX_TITLE_CHARS:
-        return f"title has {len(record.title):,} characters; at most {MAX_TITLE_CHARS:,} are accepted"
+        return too_long("title", len(record.title), MAX_TITLE_CHARS)
     return None
 
 
@@ -60,6 +57,7 @@ class LocalBackend:
 
         opened = store if isinstance(store, Store) else store()
         loaded = load_model(model_uri, opened, error=ModelMissing).predictor
+        self.root = loaded  # answers through it: its training vocabulary warns of unfamiliar text in any taxonomy
         self.predictor = loaded.head(taxonomy)  # UnknownTaxonomy (a UsageError) lists the known ones
         self.taxonomy = self.predictor.taxonomy
         self.labels = frozenset(self.predictor.space.labels)
@@ -74,7 +72,8 @@ class LocalBackend:
         answers: list[Answer | str | None] = [over_limits(r) for r in records]
         good = [i for i, answer in enumerate(answers) if answer is None]
         if good:
-            predicted = self.predictor.predict([records[i].abstract for i in good], [records[i].title for i in good], k)
+            abstracts, titles = [records[i].abstract for i in good], [records[i].title for i in good]
+            predicted = self.root.predict(abstracts, titles, k, taxonomy=self.taxonomy or None)
             for i, answer in zip(good, predicted):
                 answers[i] = answer
         return answers  # type: ignore[return-value]
@@ -156,8 +155,8 @@ class HttpBackend:
         if self.taxonomy:
             body["taxonomy"] = self.taxonomy
         response = self._post(body)
-        if response.status_code == 200:
-            return response.json()["results"]
+        if response.status_code == 200:  # a paper the service rejects has an error in place of its answer
+            return [_answer_or_reason(result) for result in response.json()["results"]]
         if 400 <= response.status_code < 500 and len(records) > 1:
             # isolate the paper(s) the service rejects; the others are labeled
             return [answer for r in records for answer in self._send([r], k)]
@@ -165,12 +164,31 @@ class HttpBackend:
             return [f"rejected by the service ({response.status_code}): {_error_text(response)}"]
         raise LabelError(f"the service at {self.url} answered {response.status_code}: {_error_text(response)}")
 
-    def _post(self, body: dict):
+    def drift(self, records: Sequence[Record]) -> tuple[dict | None, str]:
+        """(the service's drift report of ``records`` — ``POST /drift``, at most MAX_BATCH —, why not when None)."""
+        body: dict = {"papers": [{"abstract": r.abstract, "title": r.title} for r in records]}
+        if self.taxonomy:
+            body["taxonomy"] = self.taxonomy
+        if self.client.is_closed:  # labeling is over (close()): one more request
+            import httpx
+
+            self.client = httpx.Client(base_url=self.url, timeout=self.client.timeout)
+        try:
+            response = self._post(body, "/drift")
+        except LabelError as exc:  # the rows are written: the run does not fail for its report
+            return None, str(exc)
+        finally:
+            self.client.close()
+        if response.status_code == 200:
+            return response.json(), ""
+        return None, f"{self.url}/drift answered {response.status_code}: {_error_text(response)}"
+
+    def _post(self, body: dict, path: str = "/predict_batch"):
         import httpx
 
         for attempt in range(self.retries + 1):
             try:
-                response = self.client.post("/predict_batch", json=body)
+                response = self.client.post(path, json=body)
             except httpx.HTTPError as exc:
                 error = f"{type(exc).__name__}: {exc}"
             else:
@@ -186,6 +204,15 @@ class HttpBackend:
     def close(self) -> None:
         self.pool.shutdown(cancel_futures=True)
         self.client.close()
+
+
+def _answer_or_reason(result: dict) -> Answer | str:
+    """A ``/predict_batch`` result: the answer, or why the service rejected the paper (its fields' errors)."""
+    if "error" not in result:
+        return result  # type: ignore[return-value]
+    detail = result["error"].get("detail") or []
+    why = "; ".join(f"{'.'.join(map(str, d.get('loc', [])[2:]))}: {d.get('msg')}" for d in detail)
+    return f"rejected by the service: {why or result['error'].get('error')}"
 
 
 def _error_text(response) -> str:

@@ -99,14 +99,16 @@ class RowFormat:
 
 
 def error_rows(items: Iterable[tuple[Record | BadRecord, str, str]]) -> bytes:
-    """JSON lines of the records that could not be labeled: where, id, kind and the reason."""
-    return _lines(
-        json.dumps(
-            {"source": item.source, "line": item.line, "id": item.id, "kind": kind, "reason": reason},
-            ensure_ascii=False,
-        )
-        for item, kind, reason in items
-    )
+    """JSON lines of the records that could not be labeled: where, id (and an OpenReview note's number, as its
+    labeled row would), kind and the reason."""
+    return _lines(json.dumps(_error_row(item, kind, reason), ensure_ascii=False) for item, kind, reason in items)
+
+
+def _error_row(item: Record | BadRecord, kind: str, reason: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"source": item.source, "line": item.line, "id": item.id}
+    if item.number is not None:
+        out["number"] = item.number
+    return out | {"kind": kind, "reason": reason}
 
 
 def _cell(value: Any) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, detect_format, iter_records, open_input
-from papertrack.models.answer import CONFIDENCE_FIELDS
+from papertrack.models.answer import EXTRA_FIELDS
 from papertrack.serving.batch.labeler import checkpoint, outputs
 from papertrack.serving.batch.labeler.checkpoint import Paths, default_errors_path, fingerprint
 from papertrack.serving.batch.labeler.label_errors import LabelError, WorkerDied
@@ -169,7 +169,7 @@ def _label(
         "top_k": top_k,
         "model": backend.identity,
     }
-    rows = RowFormat(kind, top_k, extras=CONFIDENCE_FIELDS)  # empty cells for a model without calibration
+    rows = RowFormat(kind, top_k, extras=EXTRA_FIELDS)  # empty cells: no calibration, no warning
     k = min(max(top_k, SUMMARY_K), backend.n_labels)
 
     state = checkpoint.load(paths, settings, notice) if resume else None

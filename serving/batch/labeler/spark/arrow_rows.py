@@ -13,7 +13,8 @@ ROW_SCHEMA = "file INT, line LONG, row STRING, labeled INT, top1 INT, top3 INT, 
 PARQUET_ROW_SCHEMA = (
     "id STRING, number LONG, source STRING, line LONG, title STRING, "
     "tracks ARRAY<STRUCT<label: STRING, probability: DOUBLE>>, area STRING, "
-    "area_probability DOUBLE, label STRING, in_top_k BOOLEAN, prediction_set ARRAY<STRING>, confident BOOLEAN"
+    "area_probability DOUBLE, label STRING, in_top_k BOOLEAN, prediction_set ARRAY<STRING>, confident BOOLEAN, "
+    "warning STRING"
 )
 
 
@@ -36,7 +37,7 @@ def rows_function(sources: list[str], top_k: int, known: frozenset[str]):
                     None,  # a row has no abstract
                     sources[item["file"]],
                     item["line"],
-                    number=int(item["number"]) if item.get("number") else None,
+                    number=_number(item.get("number")),
                 )
                 answer = _answer(item["prediction"])
                 counts = Counters()
@@ -75,13 +76,22 @@ def _answer(prediction: str | dict) -> dict:
     return {key: value for key, value in prediction.items() if value is not None or key in ("tracks", "areas")}
 
 
+def _number(text: str | None) -> int | None:
+    """An item's OpenReview note number (carried as text), else None."""
+    return int(text) if text else None
+
+
 def errors_function(sources: list[str]):
     def errors(batches):
         import pyarrow as pa
 
         for batch in batches:
             items = [
-                (BadRecord(sources[i["file"]], i["line"], i["reason"], i["id"], i["kind"]), i["kind"], i["reason"])
+                (
+                    BadRecord(sources[i["file"]], i["line"], i["reason"], i["id"], i["kind"], _number(i.get("number"))),
+                    i["kind"],
+                    i["reason"],
+                )
                 for i in batch.to_pylist()
             ]
             text = error_rows(items).decode("utf-8")

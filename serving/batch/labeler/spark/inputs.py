@@ -260,9 +260,9 @@ def _item_tuple(index: int, item: Record | BadRecord | None) -> list[tuple]:
     in-process labeler rejects it."""
     if item is None:
         return []
-    if isinstance(item, BadRecord):
-        return [(index, item.line, item.id, None, None, None, item.kind, item.reason, None)]
     number = None if item.number is None else str(item.number)
+    if isinstance(item, BadRecord):
+        return [(index, item.line, item.id, None, None, None, item.kind, item.reason, number)]
     too_big = over_limits(item)
     if too_big is not None:
         return [(index, item.line, item.id, None, None, None, "rejected", too_big, number)]

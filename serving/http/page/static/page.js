@@ -169,7 +169,8 @@ function clearResults() {
   current = null;
   $("results").hidden = true;
   for (const id of ["tracks", "areas", "set-list", "terms", "highlighted", "neighbors"]) $(id).replaceChildren();
-  for (const id of ["badge", "set-note", "set-summary", "method", "why-track"]) $(id).textContent = "";
+  for (const id of ["badge", "set-note", "set-summary", "method", "why-track", "warning-note"]) $(id).textContent = "";
+  $("unfamiliar").hidden = true;
   $("set-details").hidden = true;
 }
 
@@ -210,6 +211,10 @@ function render(answer) {
       el("span", { class: "name", text: a.area }), el("span", { class: "pct", text: pct(a.probability) }),
       bar(a.probability, a.area))));
   }
+  const unfamiliar = $("unfamiliar");  // the text is mostly outside the model's training vocabulary
+  unfamiliar.hidden = !answer.warning;
+  unfamiliar.title = answer.warning || "";
+  $("warning-note").textContent = answer.warning ? `Warning: ${answer.warning}.` : "";
   const badge = $("badge");
   const details = $("set-details");
   const list = $("set-list");
@@ -313,7 +318,7 @@ function jsonList(items) {
 function csvRows(papers, results, source) {
   const header = ["id", "number", "source", "line", "title"];  // number: an OpenReview note's (else empty)
   for (let i = 1; i <= DUMP_TOP_K; i++) header.push(`track_${i}`, `probability_${i}`);
-  header.push("area", "area_probability", "label", "in_top_k", "prediction_set", "confident");
+  header.push("area", "area_probability", "label", "in_top_k", "prediction_set", "confident", "warning");
   const lines = [header.map(csvCell).join(",")];
   papers.forEach((paper, i) => {
     const r = results[i];
@@ -330,7 +335,7 @@ function csvRows(papers, results, source) {
     const inTopK = label === null ? "" : String(tracks.some((t) => t.label === label));
     cells.push(textCell(area.area), pyFloat(area.probability), textCell(label), inTopK,
       r.prediction_set ? textCell(jsonList(r.prediction_set)) : "",
-      r.confident === undefined || r.confident === null ? "" : String(r.confident));
+      r.confident === undefined || r.confident === null ? "" : String(r.confident), textCell(r.warning || ""));
     lines.push(cells.map(csvCell).join(","));
   });
   return lines.join("\n") + "\n";
@@ -343,10 +348,10 @@ async function labelChunk(chunk) {
     return (await postJson("/predict_batch", body)).results;
   } catch (err) {
     if (err.status !== 400 || chunk.length === 1) {
-      if (err.status === 400) return [{ error: err.message }];
+      if (err.status === 400) return [{ error: { error: err.message } }];
       throw err;
     }
-    // the service rejects some paper of the chunk (e.g. too long): label the others one by one
+    // the service refused the whole chunk (a service from before per-paper errors): label its papers one by one
     const out = [];
     for (const paper of chunk) out.push(...(await labelChunk([paper])));
     return out;
@@ -386,7 +391,11 @@ async function labelDump(file) {
     const failed = results.filter((r) => r.error).length;
     papers.forEach((paper, i) => {
       if (results[i] && results[i].error) {
-        $("dump-skipped").append(el("li", { text: `${file.name}:${paper.line}: not labeled: ${results[i].error}` }));
+        // a paper the service rejects: {error: {error: "invalid request: papers[i]...", detail, index}}
+        const why = results[i].error.detail && results[i].error.detail.length
+          ? results[i].error.detail.map((d) => `${d.loc.slice(2).join(".")}: ${d.msg}`).join("; ")
+          : results[i].error.error;
+        $("dump-skipped").append(el("li", { text: `${file.name}:${paper.line}: not labeled: ${why}` }));
       }
     });
     const blob = new Blob([csvRows(papers, results, file.name)], { type: "text/csv" });
