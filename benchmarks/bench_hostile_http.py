@@ -4,11 +4,13 @@ bounded in count and time, loopback only.
     .venv/bin/python benchmarks/bench_hostile_http.py --url http://127.0.0.1:3000 explain --requests 320 -c 32
     .venv/bin/python benchmarks/bench_hostile_http.py --url http://127.0.0.1:3000 parse_dump --file D.gz -c 16
     .venv/bin/python benchmarks/bench_hostile_http.py --url http://127.0.0.1:3000 predict --requests 300
+    .venv/bin/python benchmarks/bench_hostile_http.py --url http://127.0.0.1:3000 predict --fdfa -c 16 --requests 320
 
 ``explain``: ``--requests`` explanations of a 20,000-character abstract (``--top-k``, default every label but
 at most what the service allows with ``--terms``; ``--terms`` 50, ``--neighbors`` 50) from ``-c`` threads;
 ``parse_dump``: ``-c`` uploads of ``--file`` at once; ``predict``: ``/predict`` of a normal abstract, one at a
-time (its latency). Meanwhile one thread asks ``/healthz`` every 25 ms. Prints one JSON object: the statuses,
+time (its latency), or with ``--fdfa`` 19,990 × U+FDFA (NFKD expands it 18×) from ``-c`` threads. Meanwhile one
+thread asks ``/healthz`` every 25 ms. Prints one JSON object: the statuses,
 the answer sizes, and the latencies (p50/p99/max, ms) of the requests and of ``/healthz``.
 """
 
@@ -41,6 +43,7 @@ def percentiles(values: list[float]) -> dict[str, float]:
     return {
         "n": len(ordered),
         "p50": round(statistics.median(ordered), 1),
+        "p90": round(ordered[min(len(ordered) - 1, int(0.90 * len(ordered)))], 1),
         "p99": round(ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))], 1),
         "max": round(ordered[-1], 1),
     }
@@ -150,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     dump.add_argument("-c", "--concurrency", type=int, default=16)
     predict = sub.add_parser("predict")
     predict.add_argument("--requests", type=int, default=300)
+    predict.add_argument("-c", "--concurrency", type=int, default=1)
+    predict.add_argument("--fdfa", action="store_true", help="19,990 x U+FDFA instead of a normal abstract")
     args = parser.parse_args(argv)
     if urlsplit(args.url).hostname not in ("127.0.0.1", "localhost", "::1"):
         print("error: --url must be a loopback address (127.0.0.1)", file=sys.stderr)
@@ -179,12 +184,14 @@ def main(argv: list[str] | None = None) -> int:
         result = run(url, send, args.concurrency, args.concurrency, args.load_nice)
         result["request"] = {"file": str(args.file), "bytes": len(data)}
     else:
+        encoded = json.dumps({"abstract": "\ufdfa" * 19_990 if args.fdfa else ABSTRACT}).encode("utf-8")
 
         def send(client):
-            response = client.post(f"{url}/predict", json={"abstract": ABSTRACT})
+            response = client.post(f"{url}/predict", content=encoded, headers={"Content-Type": "application/json"})
             return response.status_code, len(response.content)
 
-        result = run(url, send, args.requests, 1, args.load_nice)
+        result = run(url, send, args.requests, args.concurrency, args.load_nice)
+        result["request"] = {"abstract": "19,990 x U+FDFA" if args.fdfa else "normal", "concurrency": args.concurrency}
     print(json.dumps(result))
     return 0
 
