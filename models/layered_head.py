@@ -20,29 +20,45 @@ import numpy as np
 from papertrack.models.ensemble import combine
 
 SMOOTHING = 0.1  # pseudo-count spread over a row of the table (a main name seen on few rows answers near uniform)
+COUNT_POWER = 4.0  # a training row without a main label counts its answer sharpened to this power
+ANSWER_POWER = 2.0  # answers are sharpened to this power before the table (flat answers wash out through it)
+
+
+def _sharpened(proba: np.ndarray, power: float) -> np.ndarray:
+    p = np.power(np.clip(proba, 0.0, None), power)
+    return p / np.maximum(p.sum(axis=1, keepdims=True), 1e-300)
 
 
 class NameLayer:
-    """``table[a, b]``: the probability of this taxonomy's label ``b`` for a paper answered as main label ``a``,
-    counted from training rows' main-taxonomy probabilities (each row adds its probability of ``a`` to its own
-    label ``b``), each row of the table smoothed by :data:`SMOOTHING` and normalised."""
+    """``table_[a, b]``: the probability of this taxonomy's label ``b`` for a paper of main label ``a``, counted
+    on training rows: a row with a main label (a main paper, through the crosswalk) counts once in its (main label,
+    label) cell; a row without one (a venue's own paper) spreads its count over the main names by its answer
+    sharpened to :data:`COUNT_POWER`. Each row of the table is smoothed by :data:`SMOOTHING` and normalised.
+    :meth:`transform` maps answers, sharpened to :data:`ANSWER_POWER`, through the table."""
 
     def __init__(self, n_labels: int, smoothing: float = SMOOTHING):
         self.n_labels = n_labels
         self.smoothing = smoothing
 
-    def fit(self, proba: np.ndarray, y: np.ndarray) -> NameLayer:
-        if len(proba) != len(y):
-            raise ValueError(f"{len(proba)} rows of probabilities but {len(y)} labels")
+    def fit(self, proba: np.ndarray, y: np.ndarray, main_y: np.ndarray | None = None) -> NameLayer:
+        """``proba``: the rows' answers in the main names; ``y``: their labels here; ``main_y``: their main labels
+        (-1: none; None: no row has one)."""
+        if len(proba) != len(y) or (main_y is not None and len(main_y) != len(y)):
+            raise ValueError(f"{len(proba)} rows of answers but {len(y)} labels")
+        counts = _sharpened(proba, COUNT_POWER)
+        if main_y is not None:
+            known = np.flatnonzero(main_y >= 0)
+            counts[known] = 0.0
+            counts[known, main_y[known]] = 1.0
         onehot = np.zeros((len(y), self.n_labels))
         onehot[np.arange(len(y)), y] = 1.0
-        table = proba.T @ onehot + self.smoothing / self.n_labels
+        table = counts.T @ onehot + self.smoothing / self.n_labels
         self.table_ = table / table.sum(axis=1, keepdims=True)
         return self
 
     def transform(self, proba: np.ndarray) -> np.ndarray:
-        """Probabilities in the main taxonomy's names -> in this taxonomy's (rows summing to 1)."""
-        out = proba @ self.table_
+        """Answers in the main taxonomy's names -> in this taxonomy's (rows summing to 1)."""
+        out = _sharpened(proba, ANSWER_POWER) @ self.table_
         return out / np.maximum(out.sum(axis=1, keepdims=True), 1e-300)
 
 

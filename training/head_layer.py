@@ -11,7 +11,8 @@ holds, each from a model that never saw that paper's label:
   (trained on the earlier years only: no label of the target venue on the training side).
 
 A head then fits, per fold of its own split, only a :class:`~papertrack.models.layered_head.NameLayer` (a table
-counted from its training rows: cheap) — no TF-IDF and no classifier fit. Its yardsticks stay the same: "new names
+counted from its training rows — a main paper by its main label, a venue's own paper by its answer: cheap) — no
+TF-IDF and no classifier fit. Its yardsticks stay the same: "new names
 known" (k-fold over its own papers, the older papers on every training side; a fold's layer never sees its test
 papers' labels, and the features of those papers come from models that never saw them) and its temporal holdout
 (the layer counted on the earlier years' papers only). Ensembles choose their weights as in the main taxonomy, on
@@ -84,6 +85,11 @@ class SharedMembers:
         singles = {c.name for c in candidates if self.can_layer(c)}
         return [c for c in candidates if c.name in singles or (c.is_ensemble and all(m in singles for m in c.members))]
 
+    def main_labels(self, data: TrainingSet) -> np.ndarray:
+        """Each row's label in the main taxonomy (-1: not a main paper)."""
+        rows = {id(r): i for i, r in enumerate(self.main.records)}
+        return np.array([self.main.y[rows[id(r)]] if id(r) in rows else -1 for r in data.records], dtype=np.int64)
+
     def features(self, name: str, data: TrainingSet) -> tuple[np.ndarray, np.ndarray | None]:
         """(known, temporal) features of every row of ``data`` for candidate ``name``: answers in the main names
         (temporal: only the rows of the main temporal direction's training side and the extra texts are filled)."""
@@ -123,6 +129,7 @@ def evaluate_layered(
     direction (its training side must be rows of the main temporal direction's training side)."""
     by_name: dict[str, CandidateResult] = {}
     singles = [c for c in candidates if not c.is_ensemble]
+    main_y = shared.main_labels(data)
     for candidate in singles:
         known, later = shared.features(candidate.name, data)
         plan = _SingleFits(data, split, seed, temporal, (), inner=True)
@@ -131,10 +138,10 @@ def evaluate_layered(
             features = known if fit.key[0] == "cv" else later
             if features is None or not features[fit.train].any(axis=1).all():
                 raise ValueError(f"{data.taxonomy}: {candidate.name}'s fit {fit.key} has rows without shared answers")
-            layer = NameLayer(data.space.n_labels).fit(features[fit.train], data.y[fit.train])
+            layer = NameLayer(data.space.n_labels).fit(features[fit.train], data.y[fit.train], main_y[fit.train])
             outputs[fit.key] = FitOutput(layer.transform(features[fit.test]), 0.0, 0.0)
         by_name[candidate.name] = plan.result(candidate, outputs, {})
-        by_name[candidate.name].layers = {candidate.name: NameLayer(data.space.n_labels).fit(known, data.y)}
+        by_name[candidate.name].layers = {candidate.name: NameLayer(data.space.n_labels).fit(known, data.y, main_y)}
     results = [by_name[c.name] for c in singles]
     for candidate in candidates:
         if candidate.is_ensemble:

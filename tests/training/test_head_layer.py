@@ -34,6 +34,9 @@ def test_the_layer_counts_each_main_answer_into_the_labels_of_its_rows():
     # a: two rows labelled 2 (+0.1 each); b: one row labelled 0
     np.testing.assert_allclose(layer.table_, [[0.1 / 2.3, 0.1 / 2.3, 2.1 / 2.3], [1.1 / 1.3, 0.1 / 1.3, 0.1 / 1.3]])
     np.testing.assert_allclose(layer.transform(np.array([[0.5, 0.5]])).sum(axis=1), 1.0)
+    # a row with a main label counts in its cell whatever it answered; one without spreads by its answer
+    counted = NameLayer(3, smoothing=0.0).fit(proba, np.array([2, 2, 0]), main_y=np.array([1, -1, 0]))
+    np.testing.assert_allclose(counted.table_, [[0.5, 0.0, 0.5], [0.0, 0.0, 1.0]])  # a: rows 1, 2; b: row 0
     with pytest.raises(ValueError, match="3 rows"):
         NameLayer(3).fit(proba, np.array([0, 1]))
 
