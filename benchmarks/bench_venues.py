@@ -150,12 +150,12 @@ def figures(args) -> None:
                 extra, rows = ([], {}) if args.unshared else SharedMembers.extra_texts(data, others)
                 results = evaluate_candidates(candidates, data, split, seed, None, (), temporal, args.jobs, extra)
                 if not args.unshared:
-                    shared = SharedMembers(data, temporal, rows, {x.candidate.name: x for x in results})
+                    shared = SharedMembers(data, rows, {x.candidate.name: x for x in results})
                 if args.only and head.name not in args.only:
                     continue
             else:
                 split = known_names_split(data.y, data.space, data.native_rows, 5, seed)
-                config = SweepConfig(folds=5, seed=seed, n_jobs=args.jobs)
+                config = SweepConfig(folds=5, seed=seed, jobs=args.jobs)
                 results = list(evaluate_head(candidates, head, config, Listener(), shared).values())
             r = {x.candidate.name: x for x in results}[args.candidate]
             out: dict = {"taxonomy": head.name, "seconds": round(time.perf_counter() - head_started, 1)}

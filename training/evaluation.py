@@ -70,8 +70,8 @@ def evaluate_candidates(
     """Results of every candidate, in order: singles first (cross-validated on ``split`` and, with
     ``temporal`` and ``directions``, fitted on each direction's training side; ``n_jobs`` fits at a time),
     then ensembles (evaluated on their members' held-out probabilities; every member must be among the
-    singles). With ``extra`` texts, every single's fold models and temporal model also answer them
-    (``CandidateResult.extra_proba``: what the other taxonomies' layers learn from, training.head_layer)."""
+    singles). With ``extra`` texts, every single's fold models also answer them (``CandidateResult.extra_proba``:
+    what the other taxonomies' layers read, training.head_layer)."""
     listener = listener or Listener()
     singles = [c for c in candidates if not c.is_ensemble]
     ensembles = [c for c in candidates if c.is_ensemble]
@@ -177,10 +177,7 @@ class _SingleFits:
         self.data, self.split = data, split
         self.cv_fits = [Fit(("cv", i), train, test, extra) for i, (train, test) in enumerate(split)]
         self.groups = {"temporal": [temporal] if temporal is not None else [], "shift": list(directions)}
-        self.holdout_fits = {
-            group: _holdout_fits(data, ds, seed, inner, group, extra and group == "temporal")
-            for group, ds in self.groups.items()
-        }
+        self.holdout_fits = {group: _holdout_fits(data, ds, seed, inner, group) for group, ds in self.groups.items()}
         self.fits = [*self.cv_fits, *(f for group_fits, _ in self.holdout_fits.values() for f in group_fits)]
         self.seed = seed
 
@@ -205,21 +202,20 @@ class _SingleFits:
             shift = _holdout_result(data, directions, outputs, "shift", self.holdout_fits["shift"][1])
             metrics.update(shift_metrics(shift), shift_fit_seconds=shift.fit_seconds / len(directions))
         result = CandidateResult(candidate, metrics, cv, shift=shift, y=data.y, temporal=later)
-        extras = {"cv": [outputs[f.key].extra_proba for f in self.cv_fits if f.extra]}
-        extras["temporal"] = [outputs[f.key].extra_proba for f in self.holdout_fits["temporal"][0] if f.extra]
-        result.extra_proba = {name: np.mean(p, axis=0) for name, p in extras.items() if p}
+        extras = [outputs[f.key].extra_proba for f in self.cv_fits if f.extra]
+        result.extra_proba = {"cv": np.mean(extras, axis=0)} if extras else {}
         return result
 
 
 def _holdout_fits(
-    data: TrainingSet, directions: Sequence[Direction], seed: int, inner: bool, group: str, extra: bool = False
+    data: TrainingSet, directions: Sequence[Direction], seed: int, inner: bool, group: str
 ) -> tuple[list[Fit], dict[str, list[tuple[np.ndarray, np.ndarray]]]]:
-    """Per direction: the fit of its training side (scored on its held-out rows; with ``extra``, also answering
-    the extra texts) and, with ``inner``, the inner folds of that training side (for ensemble weights); and the
-    inner splits (positions within the training side)."""
+    """Per direction: the fit of its training side (scored on its held-out rows) and, with ``inner``, the
+    inner folds of that training side (for ensemble weights); and the inner splits (positions within the
+    training side)."""
     fits, inner_splits = [], {}
     for d in directions:
-        fits.append(Fit((group, d.name), d.train, d.test, extra))
+        fits.append(Fit((group, d.name), d.train, d.test))
         if inner:
             inner_splits[d.name] = fold_indices(data.y[d.train], data.space, INNER_FOLDS, seed)
             fits += [Fit((group, d.name, j), d.train[a], d.train[b]) for j, (a, b) in enumerate(inner_splits[d.name])]

@@ -28,19 +28,20 @@ def evaluate_head(
     """Every candidate in one other taxonomy: "new names known" — stratified k-fold over its own papers, every
     older paper mapped through its crosswalk on the training side of each fold — and its temporal holdout
     (trained on the earlier years' papers in its names, tested on its own latest-year papers). With ``shared``
-    (the main taxonomy's members, :mod:`papertrack.training.head_layer`), a candidate they cover is evaluated as
-    those members and a layer of this taxonomy's own — no fit of its own; the others (the baseline) are fitted on
-    the taxonomy's training set. A crosswalked taxonomy's known figures are of each candidate mixed with a model of
-    its own papers (:mod:`papertrack.training.native_mixture`); its temporal ones are the candidate's own. The
-    progress is the listener's; the results are kept for :func:`merge_heads` (not logged as runs of their own)."""
+    (the main taxonomy's members, :mod:`papertrack.training.head_layer`), a candidate they cover has its known k-fold
+    from those members and a layer of this taxonomy's own (no fit), its temporal holdout fitted; the others (the
+    baseline) are fitted on the taxonomy's training set. A crosswalked taxonomy's known figures are of each
+    candidate mixed with a model of its own papers (:mod:`papertrack.training.native_mixture`); its temporal ones
+    are the candidate's own. The progress is the listener's; the results are kept for :func:`merge_heads` (not
+    logged as runs of their own)."""
     data = head.data
     temporal, _ = temporal_direction(data)
     split = known_names_split(data.y, data.space, data.native_rows, config.folds, config.seed)
-    layered = shared.layerable(candidates, data, temporal) if shared is not None else []
+    layered = shared.layerable(candidates, data) if shared is not None else []
     fitted = [c for c in candidates if c.name not in {x.name for x in layered}]
     results = evaluate_candidates(fitted, data, split, config.seed, ProgressOnly(listener), (), temporal, config.n_jobs)
     if layered:
-        results += evaluate_layered(layered, shared, data, split, temporal, config.seed)  # type: ignore[arg-type]
+        results += evaluate_layered(layered, shared, data, split, temporal, config.seed, config.n_jobs)  # type: ignore[arg-type]
     if head.crosswalk is not None:  # mixed with a model of its own papers (its temporal holdout has none)
         native_mixture.mix_results(results, data, split, config.seed, config.n_jobs)
     return {r.candidate.name: r for r in results}

@@ -224,7 +224,7 @@ def evaluate_all(
         config.n_jobs,
         extra,
     )
-    shared = SharedMembers(data, holdouts.temporal, extra_rows, {r.candidate.name: r for r in main})
+    shared = SharedMembers(data, extra_rows, {r.candidate.name: r for r in main})
     others = {head.name: (evaluate_head(candidates, head, config, listener, shared), head.data) for head in heads}
     merging = Merging(listener, others, data.taxonomy)
     for result in main:

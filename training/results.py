@@ -45,8 +45,7 @@ class CandidateResult:
     # a crosswalked taxonomy's result: the share of the native model in the refit (training.native_mixture)
     native_share: float = 0.0
     # the extra texts of the evaluation (the other taxonomies' own papers) answered in this taxonomy's names, for
-    # the heads' layers (training.head_layer): "cv" — the mean of the k folds' models, "temporal" — the temporal
-    # holdout's model (trained on the earlier years); empty without extra texts
+    # the heads' layers (training.head_layer): "cv" — the mean of the k folds' models; empty without extra texts
     extra_proba: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     # a head evaluated on the main taxonomy's members (training.head_layer): each member's layer fitted on every row
     # of the head's training set, by member name (what the refit uses)

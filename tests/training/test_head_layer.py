@@ -108,7 +108,7 @@ def _shared(results, heads):
 
     main = heads.heads[0].data
     _, extra_rows = SharedMembers.extra_texts(main, [heads.heads[1].data])
-    return SharedMembers(main, plan_holdouts(main, 3).temporal, extra_rows, results)
+    return SharedMembers(main, extra_rows, results)
 
 
 def test_the_refit_head_is_the_main_members_through_its_layers(swept):
