@@ -133,3 +133,19 @@ def test_the_refit_head_is_the_main_members_through_its_layers(swept):
     assert labels.tolist() == ["Social Aspects · Safety", "Deep Learning · Attention Mechanisms"]
     loaded = pickle.loads(pickle.dumps(refit.predictor))
     assert loaded.heads[head.name].classifier.base.base is loaded.classifier  # stored once
+
+
+def test_the_heads_temporal_holdout_is_fitted_as_before_sharing(swept):
+    """Only the known k-fold is shared: the temporal figures (what the champion is chosen on) are those of the head
+    fitted on its own earlier years, as the sweep fitted every head before."""
+    from papertrack.training.evaluation import evaluate_candidates
+
+    heads, results = swept
+    head = heads.heads[1]
+    data = head.data
+    temporal, _ = temporal_direction(data)
+    split = known_names_split(data.y, data.space, data.native_rows, 3, 0)
+    candidates = [*(CANDIDATES[m] for m in MEMBERS), ENSEMBLE]
+    alone = {r.candidate.name: r for r in evaluate_candidates(candidates, data, split, 0, None, (), temporal, 1)}
+    for name in [*MEMBERS, ENSEMBLE.name]:
+        np.testing.assert_array_equal(results[name].heads[head.name].temporal.proba, alone[name].temporal.proba)
