@@ -57,9 +57,12 @@ def main() -> None:
         if args.side_by_side:  # both at once: the same share of a busy machine for each
             load, started = os.getloadavg()[0], time.perf_counter()
             running = {n: start_train(work / n, work / f"home-{n}-{r}", work / f"train-{n}-{r}.log") for n in order}
-            for name in order:
-                seconds[name] = wait_for(running[name], started)
-                print(f"round {r} {name}: {seconds[name]:.0f} s side by side (load average {load:.2f} before)")
+            while running:  # each timed to its own end
+                for name, process in list(running.items()):
+                    if process.poll() is not None:
+                        seconds[name] = wait_for(running.pop(name), started)
+                        print(f"round {r} {name}: {seconds[name]:.0f} s side by side (load average {load:.2f} before)")
+                time.sleep(1)
         for name in [] if args.side_by_side else order:
             load, started = os.getloadavg()[0], time.perf_counter()
             process = start_train(work / name, work / f"home-{name}-{r}", work / f"train-{name}-{r}.log")
