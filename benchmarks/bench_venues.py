@@ -118,36 +118,45 @@ def per_area_recall(proba: np.ndarray, y: np.ndarray, space) -> dict[str, dict]:
 
 
 def figures(args) -> None:
-    from papertrack.training import native_mixture
+    from papertrack.training.config import SweepConfig
     from papertrack.training.cv import fold_indices, known_names_split
     from papertrack.training.data import temporal_direction
     from papertrack.training.evaluation import evaluate_candidates
+    from papertrack.training.head_evaluation import evaluate_head
+    from papertrack.training.head_layer import SharedMembers
     from papertrack.training.planning import plan_candidates
+    from papertrack.training.results import Listener
     from papertrack.training.scoring import evaluate
 
     heads = build_heads(args.crosswalk, tuple(args.without))
     print("; ".join(n.text for n in heads.notes[:1]), flush=True)
     candidates = plan_candidates([args.candidate]).candidates
+    others = [h.data for h in heads.heads[1:]]
     report: dict = {"candidate": args.candidate, "crosswalk": str(args.crosswalk or ""), "seeds": {}}
     saved: dict[str, np.ndarray] = {}
     for seed in args.seeds:
         started = time.perf_counter()
         per_head = []
+        shared = None
         for head in heads.heads:
-            if args.only and head.name not in args.only:
+            main = head.crosswalk is None
+            if args.only and head.name not in args.only and not (main and not args.unshared):
                 continue
             data = head.data
             temporal, _ = temporal_direction(data)
-            main = head.crosswalk is None
-            split = (
-                fold_indices(data.y, data.space, args.main_folds, seed)
-                if main
-                else known_names_split(data.y, data.space, data.native_rows, 5, seed)
-            )
             head_started = time.perf_counter()
-            results = evaluate_candidates(candidates, data, split, seed, None, (), temporal, args.jobs)
-            if not main:
-                native_mixture.mix_results(results, data, split, seed, args.jobs)
+            if main:  # shared (the sweep's way): 5 folds, its models also answering the other heads' papers
+                split = fold_indices(data.y, data.space, args.main_folds if args.unshared else 5, seed)
+                extra, rows = ([], {}) if args.unshared else SharedMembers.extra_texts(data, others)
+                results = evaluate_candidates(candidates, data, split, seed, None, (), temporal, args.jobs, extra)
+                if not args.unshared:
+                    shared = SharedMembers(data, rows, {x.candidate.name: x for x in results})
+                if args.only and head.name not in args.only:
+                    continue
+            else:
+                split = known_names_split(data.y, data.space, data.native_rows, 5, seed)
+                config = SweepConfig(folds=5, seed=seed, jobs=args.jobs)
+                results = list(evaluate_head(candidates, head, config, Listener(), shared).values())
             r = {x.candidate.name: x for x in results}[args.candidate]
             out: dict = {"taxonomy": head.name, "seconds": round(time.perf_counter() - head_started, 1)}
             yardsticks = {}
@@ -232,6 +241,9 @@ def main() -> None:
     fi.add_argument("--crosswalk", type=Path)
     fi.add_argument("--without", nargs="*", default=[])
     fi.add_argument("--only", nargs="*", default=[], help="evaluate these taxonomies only")
+    fi.add_argument(
+        "--unshared", action="store_true", help="every head fitted on its own (the sweep before heads shared the work)"
+    )
     fi.add_argument("--out", type=Path)
     fi.add_argument("--hits", type=Path)
     co = sub.add_parser("compare")

@@ -65,11 +65,13 @@ def evaluate_candidates(
     directions: Sequence[Direction] = (),
     temporal: Direction | None = None,
     n_jobs: int = 1,
+    extra: Sequence[str] = (),
 ) -> list[CandidateResult]:
     """Results of every candidate, in order: singles first (cross-validated on ``split`` and, with
     ``temporal`` and ``directions``, fitted on each direction's training side; ``n_jobs`` fits at a time),
     then ensembles (evaluated on their members' held-out probabilities; every member must be among the
-    singles)."""
+    singles). With ``extra`` texts, every single's fold models also answer them (``CandidateResult.extra_proba``:
+    what the other taxonomies' layers read, training.head_layer)."""
     listener = listener or Listener()
     singles = [c for c in candidates if not c.is_ensemble]
     ensembles = [c for c in candidates if c.is_ensemble]
@@ -80,7 +82,9 @@ def evaluate_candidates(
     encode_ms: dict[str, float] = {}
     by_name: dict[str, CandidateResult] = {}
     for group in _sharing_features(singles, data, seed):
-        planned = {c.name: _SingleFits(data, split, seed, temporal, directions, c.name in members) for c in group}
+        planned = {
+            c.name: _SingleFits(data, split, seed, temporal, directions, c.name in members, bool(extra)) for c in group
+        }
         listener.candidate_started(group[0])
         if len(group) == 1:
             (candidate,) = group
@@ -93,6 +97,7 @@ def evaluate_candidates(
                     # embedding candidates stay in this process: its embedder holds the model and the cache
                     1 if _needs_embeddings(candidate) else n_jobs,
                     lambda f, c=candidate: listener.fold_done(c),
+                    extra,
                 )
             }
         else:  # one TF-IDF fit per fold for the group (fits.run_shared_fits)
@@ -104,6 +109,7 @@ def evaluate_candidates(
                 {name: plan.fits for name, plan in planned.items()},
                 n_jobs,
                 lambda name, f, named=named: listener.fold_done(named[name]),
+                extra,
             )
         for candidate in group:
             result = planned[candidate.name].result(candidate, outputs[candidate.name], encode_ms)
@@ -166,9 +172,10 @@ class _SingleFits:
         temporal: Direction | None,
         directions: Sequence[Direction],
         inner: bool,
+        extra: bool = False,
     ):
         self.data, self.split = data, split
-        self.cv_fits = [Fit(("cv", i), train, test) for i, (train, test) in enumerate(split)]
+        self.cv_fits = [Fit(("cv", i), train, test, extra) for i, (train, test) in enumerate(split)]
         self.groups = {"temporal": [temporal] if temporal is not None else [], "shift": list(directions)}
         self.holdout_fits = {group: _holdout_fits(data, ds, seed, inner, group) for group, ds in self.groups.items()}
         self.fits = [*self.cv_fits, *(f for group_fits, _ in self.holdout_fits.values() for f in group_fits)]
@@ -194,7 +201,10 @@ class _SingleFits:
         if directions:
             shift = _holdout_result(data, directions, outputs, "shift", self.holdout_fits["shift"][1])
             metrics.update(shift_metrics(shift), shift_fit_seconds=shift.fit_seconds / len(directions))
-        return CandidateResult(candidate, metrics, cv, shift=shift, y=data.y, temporal=later)
+        result = CandidateResult(candidate, metrics, cv, shift=shift, y=data.y, temporal=later)
+        extras = [outputs[f.key].extra_proba for f in self.cv_fits if f.extra]
+        result.extra_proba = {"cv": np.mean(extras, axis=0)} if extras else {}
+        return result
 
 
 def _holdout_fits(

@@ -22,13 +22,28 @@ class Fit:
     key: Hashable
     train: np.ndarray  # row indices fitted on
     test: np.ndarray  # row indices scored
+    extra: bool = False  # also answer the run's ``extra`` texts (rows of no fit: other taxonomies' own papers)
 
 
 @dataclass
 class FitOutput:
     proba: np.ndarray  # (len(test), n_labels)
     fit_seconds: float
-    predict_seconds: float
+    predict_seconds: float  # the test rows' share of the prediction time (the extra texts' left out)
+    extra_proba: np.ndarray | None = None  # (len(extra), n_labels) for a fit with ``extra``
+
+
+def _test_texts(texts: np.ndarray, fit: Fit, extra: list[str]) -> list[str]:
+    return list(texts[fit.test]) + (extra if fit.extra else [])
+
+
+def _split_extra(output: FitOutput, fit: Fit) -> FitOutput:
+    """The fit's test rows' answers, and the extra texts' apart (their prediction time left out)."""
+    if not fit.extra:
+        return output
+    n = len(fit.test)
+    share = n / max(1, len(output.proba))
+    return FitOutput(output.proba[:n], output.fit_seconds, output.predict_seconds * share, output.proba[n:])
 
 
 def default_jobs() -> int:
@@ -54,11 +69,13 @@ def run_fits(
     fits: Sequence[Fit],
     n_jobs: int = 1,
     on_done: Callable[[Fit], None] | None = None,
+    extra: Sequence[str] = (),
 ) -> dict[Hashable, FitOutput]:
     """Every fit of ``fits`` (a fresh ``build()`` each), by key; ``on_done`` hears of each as it finishes
-    (in order)."""
+    (in order). A fit marked ``extra`` also answers the ``extra`` texts (``FitOutput.extra_proba``)."""
     texts = np.asarray(texts, dtype=object)
-    jobs = [(build, list(texts[f.train]), y[f.train], list(texts[f.test])) for f in fits]
+    extra = list(extra)
+    jobs = [(build, list(texts[f.train]), y[f.train], _test_texts(texts, f, extra)) for f in fits]
     if n_jobs > 1 and len(fits) > 1:
         from joblib import Parallel, delayed
 
@@ -69,7 +86,7 @@ def run_fits(
         outputs = (_fit_one(*job) for job in jobs)
     results = {}
     for fit, output in zip(fits, outputs):
-        results[fit.key] = output
+        results[fit.key] = _split_extra(output, fit)
         if on_done:
             on_done(fit)
     return results
@@ -82,19 +99,22 @@ def run_shared_fits(
     fits: dict[str, Sequence[Fit]],
     n_jobs: int = 1,
     on_done: Callable[[str, Fit], None] | None = None,
+    extra: Sequence[str] = (),
 ) -> dict[str, dict[Hashable, FitOutput]]:
     """:func:`run_fits` for candidates whose models (``TextClassifier``) have identical feature steps: each fit
     (by key) fits the feature step once and every candidate's classifier on its rows — the same probabilities as
     fitting each alone, for one TF-IDF fit instead of one per candidate. ``fits``: each candidate's fits (by name;
     keys shared between candidates are one job). Each candidate's ``fit_seconds``/``predict_seconds`` include the
-    whole feature step (what it costs alone). ``on_done`` hears of each (candidate, fit) in order."""
+    whole feature step (what it costs alone). ``on_done`` hears of each (candidate, fit) in order; ``extra``: as
+    :func:`run_fits`."""
     texts = np.asarray(texts, dtype=object)
+    extra = list(extra)
     by_key: dict[Hashable, tuple[Fit, list[str]]] = {}
     for name, candidate_fits in fits.items():
         for fit in candidate_fits:
             by_key.setdefault(fit.key, (fit, []))[1].append(name)
     jobs = [
-        ({n: builds[n] for n in names}, list(texts[f.train]), y[f.train], list(texts[f.test]))
+        ({n: builds[n] for n in names}, list(texts[f.train]), y[f.train], _test_texts(texts, f, extra))
         for f, names in by_key.values()
     ]
     if n_jobs > 1 and len(jobs) > 1:
@@ -108,7 +128,7 @@ def run_shared_fits(
     results: dict[str, dict[Hashable, FitOutput]] = {name: {} for name in fits}
     for (fit, names), output in zip(by_key.values(), outputs):
         for name in names:
-            results[name][fit.key] = output[name]
+            results[name][fit.key] = _split_extra(output[name], fit)
             if on_done:
                 on_done(name, fit)
     return results

@@ -14,30 +14,40 @@ from papertrack.training.config import SweepConfig
 from papertrack.training.cv import known_names_split
 from papertrack.training.data import TrainingSet, temporal_direction
 from papertrack.training.evaluation import evaluate_candidates
+from papertrack.training.head_layer import SharedMembers, evaluate_layered
 from papertrack.training.results import CandidateResult, Listener
 
 
 def evaluate_head(
-    candidates: Sequence[Candidate], head: taxonomies.Head, config: SweepConfig, listener: Listener
+    candidates: Sequence[Candidate],
+    head: taxonomies.Head,
+    config: SweepConfig,
+    listener: Listener,
+    shared: SharedMembers | None = None,
 ) -> dict[str, CandidateResult]:
     """Every candidate in one other taxonomy: "new names known" — stratified k-fold over its own papers, every
     older paper mapped through its crosswalk on the training side of each fold — and its temporal holdout
-    (trained on the earlier years' papers in its names, tested on its own latest-year papers). A crosswalked
-    taxonomy's known figures are of each candidate mixed with a model of its own papers
-    (:mod:`papertrack.training.native_mixture`); its temporal ones are the candidate's own. The progress is
-    the listener's; the results are kept for :func:`merge_heads` (not logged as runs of their own)."""
+    (trained on the earlier years' papers in its names, tested on its own latest-year papers). With ``shared``
+    (the main taxonomy's members, :mod:`papertrack.training.head_layer`), a candidate they cover has its known k-fold
+    from those members and a layer of this taxonomy's own (no fit), its temporal holdout fitted; the others (the
+    baseline) are fitted on the taxonomy's training set. A crosswalked taxonomy's known figures are of each
+    candidate mixed with a model of its own papers (:mod:`papertrack.training.native_mixture`); its temporal ones
+    are the candidate's own. The progress is the listener's; the results are kept for :func:`merge_heads` (not
+    logged as runs of their own)."""
     data = head.data
     temporal, _ = temporal_direction(data)
     split = known_names_split(data.y, data.space, data.native_rows, config.folds, config.seed)
-    results = evaluate_candidates(
-        candidates, data, split, config.seed, _ProgressOnly(listener), (), temporal, config.n_jobs
-    )
+    layered = shared.layerable(candidates, data) if shared is not None else []
+    fitted = [c for c in candidates if c.name not in {x.name for x in layered}]
+    results = evaluate_candidates(fitted, data, split, config.seed, ProgressOnly(listener), (), temporal, config.n_jobs)
+    if layered:
+        results += evaluate_layered(layered, shared, data, split, temporal, config.seed, config.n_jobs)  # type: ignore[arg-type]
     if head.crosswalk is not None:  # mixed with a model of its own papers (its temporal holdout has none)
         native_mixture.mix_results(results, data, split, config.seed, config.n_jobs)
     return {r.candidate.name: r for r in results}
 
 
-class _ProgressOnly(Listener):
+class ProgressOnly(Listener):
     """Passes the progress on, not the finished candidates (they are merged into the default taxonomy's)."""
 
     def __init__(self, listener: Listener):
@@ -53,7 +63,7 @@ class _ProgressOnly(Listener):
         self.listener.fold_done(candidate)
 
 
-class Merging(_ProgressOnly):
+class Merging(ProgressOnly):
     """The default taxonomy's listener: each finished candidate gets the other taxonomies' figures first."""
 
     def __init__(

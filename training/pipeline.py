@@ -37,7 +37,8 @@ from papertrack.training.evaluation import (
     shift_metrics,
     temporal_metrics,
 )
-from papertrack.training.head_evaluation import Merging, evaluate_head
+from papertrack.training.head_evaluation import Merging, ProgressOnly, evaluate_head
+from papertrack.training.head_layer import SharedMembers
 from papertrack.training.planning import Holdouts, Note
 from papertrack.training.renames import RenameMap
 from papertrack.training.scoring import evaluate
@@ -201,15 +202,34 @@ def evaluate_all(
     heads: Sequence[taxonomies.Head] = (),
 ) -> list[CandidateResult]:
     """Every candidate cross-validated (stratified folds, fixed seed) and scored on the holdouts — in the default
-    taxonomy (``data``) and, with ``heads``, in each other taxonomy (:func:`evaluate_head`); the other taxonomies'
-    figures are merged into each candidate's metrics (:func:`merge_heads`) before ``listener`` hears of it."""
+    taxonomy (``data``) and, with ``heads``, in each other taxonomy (:func:`evaluate_head`: on the main taxonomy's
+    members where it can, :mod:`papertrack.training.head_layer`, so the main taxonomy is evaluated first, its
+    models also answering the other taxonomies' own papers); the other taxonomies' figures are merged into each
+    candidate's metrics (:func:`merge_heads`) before ``listener`` hears of it."""
     listener = listener or Listener()
-    others = {head.name: (evaluate_head(candidates, head, config, listener), head.data) for head in heads}
     split = fold_indices(data.y, data.space, config.folds, config.seed)
-    merging = Merging(listener, others, data.taxonomy)
-    return evaluate_candidates(
-        candidates, data, split, config.seed, merging, holdouts.directions, holdouts.temporal, config.n_jobs
+    extra, extra_rows = SharedMembers.extra_texts(data, [head.data for head in heads])
+    if not heads:
+        return evaluate_candidates(
+            candidates, data, split, config.seed, listener, holdouts.directions, holdouts.temporal, config.n_jobs
+        )
+    main = evaluate_candidates(
+        candidates,
+        data,
+        split,
+        config.seed,
+        ProgressOnly(listener),  # each result is merged with the heads' and told below
+        holdouts.directions,
+        holdouts.temporal,
+        config.n_jobs,
+        extra,
     )
+    shared = SharedMembers(data, extra_rows, {r.candidate.name: r for r in main})
+    others = {head.name: (evaluate_head(candidates, head, config, listener, shared), head.data) for head in heads}
+    merging = Merging(listener, others, data.taxonomy)
+    for result in main:
+        merging.candidate_done(result)
+    return main
 
 
 def choose(results: Sequence[CandidateResult]) -> ChampionChoice:
@@ -275,9 +295,11 @@ def refit(
     """The winner fitted on all data, as the prediction artifact: the model card, the confidence calibration
     (on the held-out rows the winner was chosen on), the neighbour index and the drift profile — for the default
     taxonomy (``data``) and, with ``heads`` (the other taxonomies), one predictor per taxonomy inside it, each
-    fitted on its own training set and calibrated on its own temporal holdout (the winner's result there). The
-    taxonomies are fitted ``n_jobs`` at a time (worker processes, as the sweep's fits)."""
+    calibrated on its own papers' out-of-fold answers: a head evaluated on the main taxonomy's members
+    (:mod:`papertrack.training.head_layer`) is those fitted members and its layers (no fit of its own); another is
+    fitted on its own training set. The fits run ``n_jobs`` at a time (worker processes, as the sweep's fits)."""
     jobs = [(winner, data, seed, use_title, None, None)]
+    layered = []
     for head in heads:
         result = winner.heads[head.name]
         result.run_id = winner.run_id
@@ -285,7 +307,8 @@ def refit(
         # side, like the refit model (its temporal holdout, trained on older names only, is far less sure)
         native = head.data.native_rows
         known = (result.cv.oof_proba[native], head.data.y[native], "new-names-known")
-        jobs.append((result, head.data, seed, use_title, known, native, result.native_share))
+        job = (result, head.data, seed, use_title, known, native, result.native_share)
+        (layered if result.layers else jobs).append(job)
     if n_jobs > 1 and len(jobs) > 1:
         from joblib import Parallel, delayed
 
@@ -293,13 +316,35 @@ def refit(
     else:
         done = [_refit_one(*job) for job in jobs]
     main = done[0]
+    base = main.predictor.classifier
+    done += [_refit_one(*job, _layered_head(job[0], job[1], winner, base, data, seed)) for job in layered]
     main.predictor.taxonomy = data.taxonomy
     main.predictor.sources = tuple(dict.fromkeys(data.sources.tolist())) if data.taxonomy else ()
-    for head, other in zip(heads, done[1:]):
+    by_result = {id(other.result): other for other in done[1:]}
+    for head in heads:
+        other = by_result[id(winner.heads[head.name])]
         other.predictor.taxonomy, other.predictor.sources = head.name, head.sources
         main.predictor.heads[head.name] = other.predictor
         main.heads[head.name] = other
     return main
+
+
+def _layered_head(
+    result: CandidateResult, head: TrainingSet, winner: CandidateResult, base, data: TrainingSet, seed: int
+):
+    """A head's classifier from the main taxonomy's fitted ``base`` (the winner's refit) and the head's layers;
+    a member the main ensemble left out (weight 0 there) is fitted on the main taxonomy's rows."""
+    from papertrack.models.layered_head import LayeredHead
+
+    spec = result.candidate.ensemble
+    weights = result.member_weights if spec else {result.candidate.name: 1.0}
+    members = [(name, result.layers[name], w) for name, w in weights.items() if w > 0]
+    have = {name for name, _, _ in getattr(base, "members_", None) or [(winner.candidate.name, base, 1.0)]}
+    extra = []
+    if spec:
+        unfitted = {name: model for name, model, _ in winner.candidate.build(data.space.n_labels, seed).members}
+        extra = [(name, unfitted[name].fit(data.texts, data.y)) for name, _, _ in members if name not in have]
+    return LayeredHead(base, winner.candidate.name, members, head.space.n_labels, spec.rule if spec else "mean", extra)
 
 
 def _refit_one(
@@ -310,8 +355,10 @@ def _refit_one(
     held_out: tuple | None = None,
     profiled: np.ndarray | None = None,
     native_share: float = 0.0,
+    classifier=None,
 ) -> Refit:
-    classifier = winner.candidate.build(data.space.n_labels, seed).fit(data.texts, data.y)
+    if classifier is None:  # else: a head on the main taxonomy's fitted members (training.head_layer)
+        classifier = winner.candidate.build(data.space.n_labels, seed).fit(data.texts, data.y)
     if native_share > 0:  # a crosswalked taxonomy: mixed with a model of its own papers
         classifier = native_mixture.refit_mixture(classifier, data, native_share, seed)
     card = ModelCard(

@@ -44,6 +44,12 @@ class CandidateResult:
     heads: dict[str, CandidateResult] = field(default_factory=dict, repr=False)
     # a crosswalked taxonomy's result: the share of the native model in the refit (training.native_mixture)
     native_share: float = 0.0
+    # the extra texts of the evaluation (the other taxonomies' own papers) answered in this taxonomy's names, for
+    # the heads' layers (training.head_layer): "cv" — the mean of the k folds' models; empty without extra texts
+    extra_proba: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    # a head evaluated on the main taxonomy's members (training.head_layer): each member's layer fitted on every row
+    # of the head's training set, by member name (what the refit uses)
+    layers: dict[str, object] = field(default_factory=dict, repr=False)
 
     @property
     def selection(self) -> str:
