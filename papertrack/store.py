@@ -116,6 +116,20 @@ class Store:
         }[self.chosen]
         return f"{self.home} ({how})"
 
+    def size_line(self) -> str | None:
+        """What this store takes on disk, for ``train``'s last line: its database and artifacts under ``home``
+        (None for a server or another database: they are not files here). Nothing is ever pruned."""
+        database = self.home / "mlflow.db"
+        if self.tracking_uri != f"sqlite:///{database}":
+            return None
+        artifacts = self.home / "artifacts"
+        files = [database, *(artifacts.rglob("*") if artifacts.is_dir() else [])]
+        size = sum(path.stat().st_size for path in files if path.is_file() and not path.is_symlink())
+        return (
+            f"The store holds {size / 2**20:,.1f} MB ({self.home}): every run and version is kept "
+            f"(`papertrack runs --all` lists them)."
+        )
+
 
 @contextmanager
 def using(store: Store) -> Iterator[Store]:

@@ -86,6 +86,7 @@ def train(
         existing = _existing_store() if fingerprint is not None and not force else None
         if existing is not None and (same := unchanged(existing, fingerprint)) is not None:
             console.print(same, highlight=False)
+            _print_size(console, existing)
             return
         from papertrack.training.sweep import run_sweep  # the heavy imports: only when training
 
@@ -97,6 +98,13 @@ def train(
         tag_version(store.open(), result.decision.version, fingerprint)
     print_results(console, result)
     print_runs_link(console, result.tracking_uri, result.experiment_id, RUNS_VIEW_KEY)
+    _print_size(console, store.open())
+
+
+def _print_size(console, opened) -> None:
+    line = opened.size_line()
+    if line is not None:
+        console.print(line, highlight=False)
 
 
 def runs(

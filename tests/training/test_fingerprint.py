@@ -4,6 +4,7 @@ the next identical ``train`` say so and exit 0 without training (``--force`` tra
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 
@@ -72,3 +73,20 @@ def test_a_champion_with_the_same_fingerprint_means_nothing_to_train(data, tmp_p
 
     result = CliRunner().invoke(app, ["train", "--data", str(data)])
     assert result.exit_code == 0 and "Nothing changed since" in result.output and "Traceback" not in result.output
+    assert "The store holds " in result.output and str(tmp_path / "home") in " ".join(result.output.split())
+
+
+def test_the_store_says_what_it_takes_on_disk(tmp_path, monkeypatch):
+    from papertrack import store
+
+    monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    opened = store.open()
+    opened.client()  # the database exists
+    (tmp_path / "home" / "artifacts" / "run").mkdir(parents=True)
+    (tmp_path / "home" / "artifacts" / "run" / "model.pkl").write_bytes(b"x" * 3 * 2**20)
+    megabytes = float(opened.size_line().split("holds ")[1].split(" MB")[0].replace(",", ""))
+    database = (tmp_path / "home" / "mlflow.db").stat().st_size / 2**20
+    assert megabytes == pytest.approx(3 + database, abs=0.06)
+    server = dataclasses.replace(opened, tracking_uri="http://127.0.0.1:9", registry_uri="http://127.0.0.1:9")
+    assert server.size_line() is None  # a tracking server's files are not here
