@@ -81,9 +81,9 @@ def evaluate_candidates(
     listener.started(sum(len(split) + holdouts + (inner if c.name in members else 0) for c in singles))
     encode_ms: dict[str, float] = {}
     by_name: dict[str, CandidateResult] = {}
-    for group in _sharing_features(singles, data, seed):
+    for group in sharing_features(singles, data, seed):
         planned = {
-            c.name: _SingleFits(data, split, seed, temporal, directions, c.name in members, bool(extra)) for c in group
+            c.name: SingleFits(data, split, seed, temporal, directions, c.name in members, bool(extra)) for c in group
         }
         listener.candidate_started(group[0])
         if len(group) == 1:
@@ -118,7 +118,7 @@ def evaluate_candidates(
     results = [by_name[c.name] for c in singles]
     for candidate in ensembles:
         listener.candidate_started(candidate)
-        results.append(_evaluate_ensemble(candidate, by_name, data, split, directions, temporal))
+        results.append(evaluate_ensemble(candidate, by_name, data, split, directions, temporal))
         listener.candidate_done(results[-1])
     return results
 
@@ -143,7 +143,7 @@ def _needs_embeddings(candidate: Candidate) -> bool:
     return needs_embeddings(candidate)
 
 
-def _sharing_features(singles: Sequence[Candidate], data: TrainingSet, seed: int) -> list[list[Candidate]]:
+def sharing_features(singles: Sequence[Candidate], data: TrainingSet, seed: int) -> list[list[Candidate]]:
     """The single candidates in groups fitted together: TF-IDF models with identical feature steps share one
     group (in order of their first member); every other candidate is a group of its own."""
     from papertrack.models.ensemble import feature_signature
@@ -160,7 +160,7 @@ def _sharing_features(singles: Sequence[Candidate], data: TrainingSet, seed: int
     return list(groups.values())
 
 
-class _SingleFits:
+class SingleFits:
     """The fits of one single candidate (its cross-validation folds and holdouts, and with ``inner`` the inner
     folds of each holdout's training side) and its result from their outputs."""
 
@@ -266,7 +266,7 @@ def _direction_metrics(proba: np.ndarray, y: np.ndarray, data: TrainingSet) -> d
     return {m: metrics[m] for m in SHIFT_METRICS}
 
 
-def _evaluate_ensemble(
+def evaluate_ensemble(
     candidate: Candidate,
     singles: dict[str, CandidateResult],
     data: TrainingSet,

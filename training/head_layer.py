@@ -29,7 +29,7 @@ import numpy as np
 from papertrack.models.candidates import Candidate
 from papertrack.models.layered_head import NameLayer
 from papertrack.training.data import Direction, TrainingSet
-from papertrack.training.evaluation import Split, _evaluate_ensemble, _sharing_features, _SingleFits
+from papertrack.training.evaluation import SingleFits, Split, evaluate_ensemble, sharing_features
 from papertrack.training.fits import FitOutput, run_fits, run_shared_fits
 from papertrack.training.results import CandidateResult
 
@@ -106,9 +106,9 @@ def evaluate_layered(
     then ensembles over them."""
     singles = [c for c in candidates if not c.is_ensemble]
     main_y = shared.main_labels(data)
-    plans = {c.name: _SingleFits(data, split, seed, temporal, (), inner=True) for c in singles}
+    plans = {c.name: SingleFits(data, split, seed, temporal, (), inner=True) for c in singles}
     fitted: dict[str, dict] = {}
-    for group in _sharing_features(singles, data, seed):
+    for group in sharing_features(singles, data, seed):
         fits = {c.name: [f for f in plans[c.name].fits if f.key[0] != "cv"] for c in group}
         builds = {c.name: (lambda c=c: c.build(data.space.n_labels, seed)) for c in group}
         if len(group) == 1:
@@ -127,6 +127,6 @@ def evaluate_layered(
     results = [by_name[c.name] for c in singles]
     for candidate in candidates:
         if candidate.is_ensemble:
-            results.append(_evaluate_ensemble(candidate, by_name, data, split, (), temporal))
+            results.append(evaluate_ensemble(candidate, by_name, data, split, (), temporal))
             results[-1].layers = {m: by_name[m].layers[m] for m in candidate.members}
     return results

@@ -8,7 +8,7 @@ import numpy as np
 from papertrack.models.catalogue import CANDIDATES
 from papertrack.models.hierarchy import LabelSpace
 from papertrack.training.cv import fold_indices
-from papertrack.training.evaluation import _sharing_features
+from papertrack.training.evaluation import sharing_features
 from papertrack.training.fits import Fit, run_fits, run_shared_fits
 from tests.synthetic_corpus import corpus
 
@@ -52,13 +52,13 @@ def test_shared_fits_give_each_candidate_its_own_probabilities():
 def test_only_identical_feature_steps_are_grouped():
     texts, space, y = _data()
 
-    class Data:  # what _sharing_features reads
+    class Data:  # what sharing_features reads
         pass
 
     data = Data()
     data.space = space  # type: ignore[attr-defined]
     names = ["tfidf-word-logreg", "tfidf-word12-cnb", "tfidf-word-svm", "majority-baseline", "tfidf-word-cnb"]
-    groups = _sharing_features([CANDIDATES[n] for n in names], data, 0)  # type: ignore[arg-type]
+    groups = sharing_features([CANDIDATES[n] for n in names], data, 0)  # type: ignore[arg-type]
     assert [[c.name for c in g] for g in groups] == [
         ["tfidf-word-logreg", "tfidf-word-svm", "tfidf-word-cnb"],
         ["tfidf-word12-cnb"],
