@@ -124,11 +124,19 @@ class Store:
             return None
         artifacts = self.home / "artifacts"
         files = [database, *(artifacts.rglob("*") if artifacts.is_dir() else [])]
-        size = sum(path.stat().st_size for path in files if path.is_file() and not path.is_symlink())
+        size = sum(_file_size(path) for path in files)
         return (
             f"The store holds {size / 2**20:,.1f} MB ({self.home}): every run and version is kept "
             f"(`papertrack runs --all` lists them)."
         )
+
+
+def _file_size(path: Path) -> int:
+    """A regular file's size; 0 for a link, a folder or a file gone meanwhile (another writer's run)."""
+    try:
+        return path.stat().st_size if path.is_file() and not path.is_symlink() else 0
+    except OSError:
+        return 0
 
 
 @contextmanager
