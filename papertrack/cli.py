@@ -20,7 +20,7 @@ import typer
 from rich.text import Text
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
-from papertrack import settings, tracking_server, ui_command
+from papertrack import gc_command, settings, tracking_server, ui_command
 from papertrack.console import err_console
 from papertrack.errors import NoModelError, PapertrackError, operational_problem, working_folder_exists
 from papertrack.serving import taxonomies_command
@@ -279,6 +279,7 @@ suggest_command.add_commands(app)
 taxonomies_command.add_commands(app)
 tracking_server.add_commands(app)
 ui_command.add_commands(app)
+gc_command.add_commands(app)
 
 
 def main() -> None:

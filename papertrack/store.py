@@ -118,7 +118,7 @@ class Store:
 
     def size_line(self) -> str | None:
         """What this store takes on disk, for ``train``'s last line: its database and artifacts under ``home``
-        (None for a server or another database: they are not files here). Nothing is ever pruned."""
+        (None for a server or another database: they are not files here). Nothing is pruned but by ``papertrack gc``."""
         database = self.home / "mlflow.db"
         if self.tracking_uri != f"sqlite:///{database}":
             return None
@@ -127,7 +127,8 @@ class Store:
         size = sum(_file_size(path) for path in files)
         return (
             f"The store holds {size / 2**20:,.1f} MB ({self.home}): every run and version is kept "
-            f"(`papertrack runs --all` lists them)."
+            f"(`papertrack runs --all` lists them; `papertrack gc` removes the model files of versions that serve "
+            f"nothing)."
         )
 
 
