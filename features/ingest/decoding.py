@@ -246,7 +246,10 @@ def _skip_line(stream: _Counted) -> int:
 _ZIP_MAGIC = b"PK\x03\x04"
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # Excel 97-2003 (.xls), old Word (.doc)
 _SPREADSHEETS = (".xlsx", ".xlsm", ".xls", ".ods", ".numbers")
-_EXPORT_CSV = "export the sheet as CSV (UTF-8) and give that file, with --abstract-column naming the abstract's column"
+_EXPORT_CSV = (
+    'export the sheet as CSV (UTF-8) and give that file (the abstracts in a column named "abstract", or name '
+    "their column with --abstract-column)"
+)
 
 
 def _refuse_document(path: str | PathLike, first_bytes: bytes) -> None:

@@ -87,6 +87,19 @@ def test_parse_dump_answer_over_the_cap_is_413_saying_to_use_label(client, monke
     assert len(client.post("/parse_dump?filename=many.jsonl", content=data).json()["papers"]) == 100
 
 
+def test_parse_dump_names_the_command_that_takes_a_column_option(client):
+    """The page has no command-line options: a spreadsheet's or a misspelt field's fix names `papertrack label`."""
+    sheet = client.post("/parse_dump?filename=papers.xlsx", content=b"PK\x03\x04\x14\x00\x06\x00xl/workbook.xml")
+    error = assert_error_shape(sheet, 400)["error"]
+    assert error.startswith("papers.xlsx: a spreadsheet (Excel/ODS), not text: export the sheet as CSV (UTF-8)")
+    assert error.endswith("or name their column with `papertrack label --abstract-column`)")
+    typo = client.post("/parse_dump?filename=papers.jsonl", content=b'{"id": "1", "abstarct": "graph networks"}\n')
+    (error_row,) = typo.json()["errors"]  # the record is an error row of the answer
+    assert error_row["reason"].endswith(
+        'did you mean "abstarct"? name it with `papertrack label --abstract-column abstarct`'
+    )
+
+
 # --------------------------------------------------------------------------- where the work runs (round three)
 
 

@@ -121,10 +121,19 @@ async def parse_dump(request: Request, filename: str = "dump.txt", format: str |
         except TooMuchToAnswer as exc:
             return _error(str(exc), 413)
         except IngestError as exc:
-            return _error(f"{name}{'' if exc.line is None else f':{exc.line}'}: {exc.message}")
+            return _error(f"{name}{'' if exc.line is None else f':{exc.line}'}: {_on_the_page(exc.message)}")
         except UnicodeEncodeError:  # a lone surrogate escape (\udc00) the parser let through into a str
             return _error(_surrogate_message(name, data))
     return Response(answer, media_type="application/json")
+
+
+_COLUMN_OPTION = re.compile(r"(?<![\w`-])(--(?:abstract|title|id)-column(?: [^\s),;`]+)?)")
+
+
+def _on_the_page(message: str) -> str:
+    """The parser's message for someone on the page, who has no command-line options: ``--abstract-column X``
+    reads "`papertrack label --abstract-column X`" (the command that takes it)."""
+    return _COLUMN_OPTION.sub(r"`papertrack label \1`", message)
 
 
 class TooMuchToAnswer(Exception):
@@ -174,7 +183,7 @@ def read_dump(data: bytes, name: str, fmt: str | None = None) -> dict:
                     }
                 )
             else:
-                errors.append({"line": item.line, "kind": item.kind, "reason": item.reason})
+                errors.append({"line": item.line, "kind": item.kind, "reason": _on_the_page(item.reason)})
                 chars += len(item.reason)
             if chars > MAX_DUMP_ANSWER_CHARS or time.monotonic() > deadline:
                 why = (
