@@ -88,13 +88,15 @@ def _endpoint(path: str, body: type[BaseModel], response: type[BaseModel] | None
     served model, in the worker's thread pool. The OpenAPI description: its JSON body, its answer, its 4xx."""
 
     def route(work: Callable[[PaperTrack, bytes], dict]):
-        async def endpoint(self, request: Request) -> Response:
+        async def endpoint(request: Request) -> Response:
+            # the worker's service instance, asked directly: a class view would get it through a sync FastAPI
+            # dependency, which FastAPI runs in a thread of its own (one more thread hop per request)
+            service = bentoml.get_current_service()
             read = await read_json_body(request)
-            return await anyio.to_thread.run_sync(self._respond, work, read, limiter=self.threads)
+            return await anyio.to_thread.run_sync(service._respond, work, read, limiter=service.threads)
 
         endpoint.__name__, endpoint.__qualname__, endpoint.__doc__ = work.__name__, work.__qualname__, work.__doc__
-        endpoint.work = work  # type: ignore[attr-defined]  # the answer without HTTP: self._respond(endpoint.work, body)
-        return app.post(
+        app.post(
             path,
             response_model=response,
             tags=["Service APIs"],
@@ -103,6 +105,7 @@ def _endpoint(path: str, body: type[BaseModel], response: type[BaseModel] | None
             responses=openapi.error_responses(**errors),
             openapi_extra=openapi.json_body(body),
         )(endpoint)
+        return work  # the method stays the answer without HTTP: service._respond(PaperTrack.inner.predict, body)
 
     return route
 

@@ -110,13 +110,13 @@ def test_the_spec_documents_an_error_in_place_of_an_answer(client):
 
 
 def test_an_endpoints_work_answers_without_http_as_the_route_does(client):
-    """``endpoint.work``: what a route does once its body is read (used by tests/training/test_default_champion)."""
+    """The endpoint's method: what a route does once its body is read (used by tests/training/test_default_champion)."""
     import json
 
     from papertrack.serving.http.service import PaperTrack
 
     service = PaperTrack.inner()
     body = json.dumps({"papers": [{"abstract": TEN[0]}, {"abstract": ""}], "top_k": 2})
-    direct = json.loads(service._respond(PaperTrack.inner.predict_batch.work, body.encode()).body)
+    direct = json.loads(service._respond(PaperTrack.inner.predict_batch, body.encode()).body)
     routed = client.post("/predict_batch", content=body, headers={"Content-Type": "application/json"}).json()
     assert direct == routed and "error" in direct["results"][1]

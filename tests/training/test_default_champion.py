@@ -51,7 +51,7 @@ def test_served_answer_equals_the_pyfunc_for_the_default_champion(labeled_subset
             assert service.predictor.card.candidate == result.winner.candidate.name
             for abstract in ABSTRACTS:
                 body = json.dumps({"abstract": abstract, "top_k": 5}).encode()
-                served = json.loads(service._respond(PaperTrack.inner.predict.work, body).body)
+                served = json.loads(service._respond(PaperTrack.inner.predict, body).body)
                 expected = model.predict(pd.DataFrame({"abstract": [abstract]}), params={"top_k": 5}).iloc[0]
                 assert served["tracks"] == list(expected["tracks"]) and served["areas"] == list(expected["areas"])
                 assert served["prediction_set"] == list(expected["prediction_set"])
