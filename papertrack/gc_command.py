@@ -55,7 +55,7 @@ def gc(
 ) -> None:
     """Remove the model files of registered versions that serve nothing (no alias: neither champion nor
     challenger); runs, metrics and plots stay."""
-    from papertrack import registry, store
+    from papertrack import store
 
     opened = store.open(create=False)  # never creates a store
     if opened.is_server:
@@ -69,32 +69,7 @@ def gc(
     except Exception:  # nothing registered yet
         console.print(f"Nothing is registered in {opened.where()}: nothing to remove.", highlight=False)
         return
-    aliased = {str(version): alias for alias, version in aliases.items()}
-    unused: list[Unused] = []
-    notes: list[str] = []
-    for version in sorted(client.search_model_versions(f"name='{settings.MODEL_NAME}'"), key=lambda v: int(v.version)):
-        tags = dict(version.tags or {})
-        number = str(version.version)
-        if number in aliased:
-            notes.append(f"version {number} ({aliased[number]})")
-            continue
-        if "gate" not in tags and not registry.owner_gone(tags.get(registry.OWNER_TAG)):
-            notes.append(f"version {number} (being registered by {tags.get(registry.OWNER_TAG, 'an unknown owner')})")
-            continue
-        match = LOGGED_MODEL_SOURCE.match(version.source or "")
-        if match is None:  # an older papertrack logged the model into its run: left with the run
-            notes.append(f"version {number} (its files are in its run's artifacts: left)")
-            continue
-        model = client.get_logged_model(match[1])
-        unused.append(
-            Unused(
-                number,
-                match[1],
-                tags.get("candidate", ""),
-                tags.get("run_id") or version.run_id or "",
-                _size(model.artifact_location),
-            )
-        )
+    unused, notes = _unused_versions(client, {str(version): alias for alias, version in aliases.items()})
     kept = f"Kept: {', '.join(notes)}." if notes else ""
     if not unused:
         console.print(f"Nothing to remove in {opened.where()}. {kept}".rstrip(), highlight=False)
@@ -122,6 +97,37 @@ def gc(
     line = opened.size_line()
     if line is not None:
         console.print(line, highlight=False)
+
+
+def _unused_versions(client, aliased: dict[str, str]) -> tuple[list[Unused], list[str]]:
+    """The versions to remove, and a note for each version kept: aliased, being registered (no ``gate`` yet and its
+    owner alive), logged into its run by an older papertrack, or sharing its logged model with a kept version."""
+    from papertrack import registry
+
+    unused: list[Unused] = []
+    notes: list[str] = []
+    kept_models: dict[str, str] = {}
+    for version in sorted(client.search_model_versions(f"name='{settings.MODEL_NAME}'"), key=lambda v: int(v.version)):
+        tags = dict(version.tags or {})
+        number = str(version.version)
+        match = LOGGED_MODEL_SOURCE.match(version.source or "")
+        if number in aliased:
+            notes.append(f"version {number} ({aliased[number]})")
+        elif "gate" not in tags and not registry.owner_gone(tags.get(registry.OWNER_TAG)):
+            notes.append(f"version {number} (being registered by {tags.get(registry.OWNER_TAG, 'an unknown owner')})")
+        elif match is None:  # an older papertrack logged the model into its run: left with the run
+            notes.append(f"version {number} (its files are in its run's artifacts: left)")
+        else:
+            size = _size(client.get_logged_model(match[1]).artifact_location)
+            run_id = tags.get("run_id") or version.run_id or ""
+            unused.append(Unused(number, match[1], tags.get("candidate", ""), run_id, size))
+            continue
+        if match is not None:
+            kept_models[match[1]] = number
+    for u in [u for u in unused if u.model_id in kept_models]:  # registered twice from one logged model
+        unused.remove(u)
+        notes.append(f"version {u.version} (its files are also version {kept_models[u.model_id]}'s)")
+    return unused, notes
 
 
 def _size(artifact_location: str) -> int:

@@ -15,7 +15,7 @@ import pytest
 from papertrack import registry, settings, store
 from tests.conftest import bentoml_home
 
-pytestmark = pytest.mark.slow  # three `papertrack gc` processes and MLflow's own gc
+pytestmark = pytest.mark.slow  # MLflow's own gc, a process
 
 NAME = settings.MODEL_NAME
 MODEL_BYTES = 300_000
@@ -56,8 +56,9 @@ def _version(opened, tmp: Path, number: int, tags: dict[str, str]) -> tuple[str,
 
 @pytest.fixture
 def store_with_versions(tmp_path, monkeypatch):
-    """Five versions: 1 decided and superseded, 2 challenger, 3 champion, 4 being registered by this process,
-    5 abandoned (its owner ended before its alias); a BentoML copy of 1 and of another store's version 1."""
+    """Six versions: 1 decided and superseded, 2 challenger, 3 champion, 4 being registered by this process,
+    5 abandoned (its owner ended before its alias), 6 version 3's model registered again without an alias; a
+    BentoML copy of 1 and of another store's version 1."""
     home = tmp_path / ".papertrack"
     monkeypatch.setenv(settings.HOME_ENV, str(home))
     monkeypatch.delenv(settings.TRACKING_URI_ENV, raising=False)
@@ -72,6 +73,8 @@ def store_with_versions(tmp_path, monkeypatch):
         5: _version(opened, tmp_path, 5, {registry.OWNER_TAG: _ended_process_owner()}),
     }
     client = opened.client()
+    with store.using(opened):  # 6: version 3's logged model registered a second time, no alias
+        client.create_model_version(NAME, f"models:/{versions[3][1]}", versions[3][0], {"gate": "decided"})
     client.set_registered_model_alias(NAME, settings.CHALLENGER, "2")
     client.set_registered_model_alias(NAME, settings.CHAMPION, "3")
     bento = tmp_path / "bentoml"
@@ -81,18 +84,17 @@ def store_with_versions(tmp_path, monkeypatch):
         for tag in (f"papertrack:v1-{versions[1][0][:12]}", "papertrack:v1-0123456789ab"):
             with bentoml.models.create(tag) as model:
                 Path(model.path_of("weights.bin")).write_bytes(b"x" * 10)
-    monkeypatch.setenv("BENTOML_HOME", str(bento))
     return opened, versions, bento
 
 
-def _gc(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(Path(sys.executable).with_name("papertrack")), "gc", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def _gc(bento: Path, *args: str):
+    """``papertrack gc ARGS`` in this process (its BentoML store: ``bento``); MLflow's own gc runs as a process."""
+    from typer.testing import CliRunner
+
+    from papertrack.cli import app
+
+    with bentoml_home(bento):
+        return CliRunner().invoke(app, ["gc", *args])
 
 
 def _files(folder: Path) -> list[Path]:
@@ -101,26 +103,27 @@ def _files(folder: Path) -> list[Path]:
 
 def test_gc_removes_only_versions_without_an_alias_and_their_bentoml_copies(store_with_versions):
     opened, versions, bento = store_with_versions
-    listed = _gc("--dry-run")
-    assert listed.returncode == 0, listed.stderr
-    out = " ".join(listed.stdout.split())
+    listed = _gc(bento, "--dry-run")
+    assert listed.exit_code == 0, listed.output
+    out = " ".join(listed.output.split())
     assert "Would remove 2 registered version(s)" in out
     assert f"version 1 tfidf-word-logreg, run {versions[1][0][:12]} 0.3 MB" in out
     assert f"version 5 candidate ?, run {versions[5][0][:12]} 0.3 MB" in out
     assert "version 2 (challenger), version 3 (champion), version 4 (being registered by " in out
+    assert "version 6 (its files are also version 3's)" in out
     assert all(_files(files) for _, _, files in versions.values())  # the dry run removed nothing
 
-    done = _gc()
-    assert done.returncode == 0, done.stderr
-    out = " ".join(done.stdout.split())
+    done = _gc(bento)
+    assert done.exit_code == 0, done.output
+    out = " ".join(done.output.split())
     assert "Removed 2 version(s) and 1 BentoML copy." in out and "The store holds " in out
     client = opened.client()
-    assert sorted(int(v.version) for v in client.search_model_versions(f"name='{NAME}'")) == [2, 3, 4]
+    assert sorted(int(v.version) for v in client.search_model_versions(f"name='{NAME}'")) == [2, 3, 4, 6]
     assert not _files(versions[1][2]) and not _files(versions[5][2])
     assert all(len(_files(versions[n][2])) == 1 for n in (2, 3, 4))
     assert client.get_run(versions[1][0]).info.lifecycle_stage == "active"  # runs stay
     copies = sorted(p.name for p in (bento / "models" / "papertrack").iterdir() if p.name != "latest")
     assert copies == ["v1-0123456789ab"]  # another store's copy (another run) stays
 
-    again = _gc()
-    assert again.returncode == 0 and "Nothing to remove" in again.stdout
+    again = _gc(bento)
+    assert again.exit_code == 0 and "Nothing to remove" in again.output
