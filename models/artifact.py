@@ -24,7 +24,7 @@ from papertrack.models.answer import DEFAULT_TOP_K, AnswerDict, AreaScoreDict, T
 from papertrack.models.card import ModelCard
 from papertrack.models.confidence import Confidence
 from papertrack.models.hierarchy import LabelSpace
-from papertrack.models.manifest import DamagedArtifact
+from papertrack.models.manifest import PREDICTOR_FILE, DamagedArtifact
 from papertrack.models.neighbors import NeighborIndex
 from papertrack.models.request import ERRORS, PredictRequest, RowError, abstract_problem, missing_column_message
 
@@ -37,9 +37,7 @@ if TYPE_CHECKING:
 # (same format, ``predictor.joblib``) still load.
 logger = logging.getLogger(__name__)
 
-PREDICTOR_FILE = "predictor.pkl"
 LEGACY_PREDICTOR_SUFFIX = ".joblib"
-ARTIFACTS_FOLDER = "artifacts"  # where MLflow keeps a pyfunc's artifacts inside the model folder
 
 
 class TrackPredictor:

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from papertrack.models import manifest
-from papertrack.models.artifact import ARTIFACTS_FOLDER, PREDICTOR_FILE, TrackPredictor
-from papertrack.models.manifest import DamagedArtifact
+from papertrack.models.manifest import ARTIFACTS_FOLDER, PREDICTOR_FILE, DamagedArtifact
+
+if TYPE_CHECKING:  # the artifact's module imports scikit-learn (~1 s): load_checked imports it while it reads
+    from papertrack.models.artifact import TrackPredictor
 
 logger = logging.getLogger(__name__)
 
@@ -82,13 +85,12 @@ def load_checked(
     unpickled. ``shown`` names the model in messages, ``stored`` where its files are kept (default: ``folder``)."""
     stored = stored or str(folder)
     predictor_file = folder / ARTIFACTS_FOLDER / PREDICTOR_FILE
-    data, known = None, {}
-    try:
-        data = predictor_file.read_bytes()
-    except OSError:  # missing or unreadable: the checks below name it
-        pass
-    else:
-        known[PREDICTOR_FILE] = hashlib.sha256(data).hexdigest()
+    reading = _Read(predictor_file)  # reading and hashing release the GIL: they overlap the imports below
+    from papertrack.models.artifact import TrackPredictor
+
+    data, known = reading.result(), {}
+    if data is not None:
+        known[PREDICTOR_FILE] = reading.digest
     manifest.check(folder / ARTIFACTS_FOLDER, shown, f"{stored}/{ARTIFACTS_FOLDER}", known=known)  # reads JSON only
     if expected is not None:
         relative = {f"{ARTIFACTS_FOLDER}/{name}": digest for name, digest in known.items()}
@@ -97,6 +99,27 @@ def load_checked(
     if data is None:  # listed in no manifest (checked above): as if it were missing
         raise DamagedArtifact(f"{stored}/{ARTIFACTS_FOLDER}/{PREDICTOR_FILE} is missing; {manifest.RETRAIN}")
     return TrackPredictor.from_bytes(data, predictor_file)
+
+
+class _Read(threading.Thread):
+    """A file's bytes and their sha256, read in a thread (None when it cannot be read: the checks name it)."""
+
+    def __init__(self, path: Path):
+        super().__init__(name=f"read {path.name}", daemon=True)
+        self.path, self.digest = path, ""
+        self.data: bytes | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            data = self.path.read_bytes()
+        except OSError:
+            return
+        self.data, self.digest = data, hashlib.sha256(data).hexdigest()
+
+    def result(self) -> bytes | None:
+        self.join()
+        return self.data
 
 
 def _check_mlmodel(folder: Path, stored: str) -> None:

@@ -20,6 +20,8 @@ FORMAT = 3  # 3: taxonomies (TrackPredictor.taxonomy, .sources, .heads)
 """The artifact format this papertrack writes and reads. Raise it whenever a pickled class changes in a way an
 artifact written before cannot be loaded by (renamed/moved classes, new required attributes)."""
 MANIFEST_FILE = "papertrack.json"
+PREDICTOR_FILE = "predictor.pkl"  # the pickled TrackPredictor (papertrack.models.artifact), beside the manifest
+ARTIFACTS_FOLDER = "artifacts"  # where MLflow keeps a pyfunc's artifacts inside the model folder
 RETRAIN = "retrain with this version: papertrack train"
 RESTORE = "restore the model store from a backup"
 _CHUNK = 1 << 20

@@ -193,8 +193,7 @@ def _import(champion: Champion, name: str, alias: str, metrics: dict[str, float]
 
 def check_stored(model, shown: str | None = None) -> None:
     """Check a stored copy's manifest (format version, sha256 of its files) before it is served."""
-    from papertrack.models.artifact import ARTIFACTS_FOLDER
-    from papertrack.models.manifest import check
+    from papertrack.models.manifest import ARTIFACTS_FOLDER, check  # not the artifact's module: no scikit-learn
 
     check(Path(model.path_of(MLFLOW_MODEL_FOLDER)) / ARTIFACTS_FOLDER, shown or str(model.tag))
 
