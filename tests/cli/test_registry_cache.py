@@ -151,3 +151,15 @@ def test_an_entry_edited_to_name_other_digests_refuses_the_files(registered, tmp
     result = label(tmp_path)
     assert result.exit_code == 2
     assert f"{registered['predictor_file']} of models:/papertrack@champion is damaged" in flat(result.output)
+
+
+def test_serve_finds_the_champions_copy_without_asking_mlflow(registered, tmp_path, monkeypatch):
+    from papertrack.serving.http import bento_store
+    from tests.conftest import bentoml_home
+
+    with bentoml_home(tmp_path / "bentoml"):
+        first = bento_store.import_champion(registered["store"])  # asks MLflow, imports the copy, fills the cache
+        _without_mlflow(monkeypatch)
+        monkeypatch.setattr(bento_store, "find_champion", lambda *args: pytest.fail("MLflow was asked"))
+        again = bento_store.import_champion(registered["store"])
+        assert str(again.tag) == str(first.tag) == "papertrack:v1-" + first.info.metadata["run_id"][:12].lower()
