@@ -1,4 +1,5 @@
-"""THE prediction artifact: one fitted classifier + its label space, wrapped as an MLflow pyfunc.
+"""THE prediction artifact: one fitted classifier + its label space, wrapped as an MLflow pyfunc
+(:class:`papertrack.models.pyfunc.PaperTrackModel`; importing this module imports no MLflow).
 
 Everything that predicts — the HTTP service, the batch labeler, evaluation scripts — loads the
 registered pyfunc (or the :class:`TrackPredictor` inside it) and calls :meth:`TrackPredictor.predict`.
@@ -7,31 +8,28 @@ Nothing else turns probabilities into ranked tracks.
 
 from __future__ import annotations
 
-import json
 import logging
 import pickle
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import joblib
 import numpy as np
-import pandas as pd
 import sklearn
-from mlflow.models import ModelSignature
-from mlflow.pyfunc import PythonModel
-from mlflow.types.schema import ColSpec, ParamSchema, ParamSpec, Schema
 
 from papertrack.errors import UsageError
 from papertrack.features.text import model_text
 from papertrack.models import manifest
-from papertrack.models.answer import DEFAULT_TOP_K, AnswerDict, AreaScoreDict, TrackDict, mlflow_outputs
+from papertrack.models.answer import DEFAULT_TOP_K, AnswerDict, AreaScoreDict, TrackDict
 from papertrack.models.card import ModelCard
 from papertrack.models.confidence import Confidence
 from papertrack.models.hierarchy import LabelSpace
-from papertrack.models.manifest import DamagedArtifact
+from papertrack.models.manifest import PREDICTOR_FILE, DamagedArtifact
 from papertrack.models.neighbors import NeighborIndex
 from papertrack.models.request import ERRORS, PredictRequest, RowError, abstract_problem, missing_column_message
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # The predictor is pickled with the standard library's (C) pickler, protocol 5, uncompressed: the default model
 # (~200 MB, mostly TF-IDF vocabularies) loads in ~0.4 s and saves in ~1 s; joblib's compressed file of the same
@@ -39,9 +37,7 @@ from papertrack.models.request import ERRORS, PredictRequest, RowError, abstract
 # (same format, ``predictor.joblib``) still load.
 logger = logging.getLogger(__name__)
 
-PREDICTOR_FILE = "predictor.pkl"
 LEGACY_PREDICTOR_SUFFIX = ".joblib"
-ARTIFACTS_FOLDER = "artifacts"  # where MLflow keeps a pyfunc's artifacts inside the model folder
 
 
 class TrackPredictor:
@@ -224,13 +220,18 @@ class TrackPredictor:
     @staticmethod
     def load(path: Path) -> TrackPredictor:
         if path.suffix == LEGACY_PREDICTOR_SUFFIX:
+            import joblib
+
             predictor = joblib.load(path)
         else:
             with open(path, "rb") as stored:
                 predictor = pickle.load(stored)
-        if not isinstance(predictor, TrackPredictor):
-            raise DamagedArtifact(f"{path} does not hold a papertrack model; {manifest.RETRAIN}")
-        return predictor
+        return _checked_type(predictor, path)
+
+    @staticmethod
+    def from_bytes(data: bytes, path: Path) -> TrackPredictor:
+        """The predictor pickled in ``data`` (the bytes of ``path``, already checked against their digest)."""
+        return _checked_type(pickle.loads(data), path)
 
     def save_artifacts(self, folder: Path) -> dict[str, str]:
         """Write the pyfunc's artifacts into ``folder`` — the pickled predictor and its manifest (format version,
@@ -248,8 +249,14 @@ def _top_indices(proba: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(part, order, axis=1)
 
 
-OUTPUT_COLUMNS = "columns"
+OUTPUT_COLUMNS = "columns"  # the pyfunc's ``output`` param (papertrack.models.pyfunc)
 OUTPUT_JSON = "json"
+
+
+def _checked_type(predictor: object, path: Path) -> TrackPredictor:
+    if not isinstance(predictor, TrackPredictor):
+        raise DamagedArtifact(f"{path} does not hold a papertrack model; {manifest.RETRAIN}")
+    return predictor
 
 
 def find_taxonomy(asked: object, known: dict[str, Sequence[str]]) -> str | None:
@@ -270,50 +277,11 @@ class UnknownTaxonomy(UsageError):
         super().__init__(f"unknown taxonomy {asked!r}; this model answers in: {', '.join(self.known)}")
 
 
-class PaperTrackModel(PythonModel):
-    """The MLflow pyfunc: DataFrame(abstract[, title]) -> DataFrame(tracks, areas[, prediction_set, confident]);
-    params top_k and output: "columns" (default, the signature's columns) or "json" (one column ``answer``, each
-    answer as one JSON object string — for engines that would otherwise convert the nested columns value by
-    value, e.g. ``mlflow.pyfunc.spark_udf(..., result_type="string")``)."""
+def __getattr__(name: str) -> Any:
+    """The MLflow pyfunc wrapper and its signature, where they used to be (models logged before name
+    ``papertrack.models.artifact.PaperTrackModel`` in their ``python_model.pkl``): imported on first use only."""
+    if name in ("PaperTrackModel", "signature"):
+        from papertrack.models import pyfunc
 
-    def load_context(self, context) -> None:
-        predictor = Path(context.artifacts["predictor"])
-        manifest.check(predictor.parent)  # the format and the files' digests, before anything is unpickled
-        self.predictor = TrackPredictor.load(predictor)
-
-    def predict(self, context, model_input: pd.DataFrame, params: dict | None = None) -> pd.DataFrame:
-        top_k = int((params or {}).get("top_k", DEFAULT_TOP_K))
-        taxonomy = (params or {}).get("taxonomy") or None
-        if not isinstance(model_input, pd.DataFrame):
-            model_input = pd.DataFrame(model_input)
-        output = (params or {}).get("output", OUTPUT_COLUMNS)
-        if output not in (OUTPUT_COLUMNS, OUTPUT_JSON):
-            raise UsageError(f"output must be {OUTPUT_COLUMNS!r} or {OUTPUT_JSON!r}, got {output!r}")
-        answers: list[Any] = self.predictor.predict_frame(model_input, top_k, taxonomy=taxonomy)
-        if output == OUTPUT_JSON:
-            return pd.DataFrame({"answer": [json.dumps(a) for a in answers]})
-        names = ["tracks", "areas"]
-        if self.predictor.confidence is not None:
-            names += ["prediction_set", "confident"]
-        if self.predictor.taxonomy:
-            names.append("taxonomy")
-        columns = {name: [a.get(name) for a in answers] for name in names}
-        for extra in ("warning", "error"):  # text the model does not know / a row that could not be answered
-            if any(extra in a for a in answers):
-                columns[extra] = [a.get(extra) for a in answers]
-        return pd.DataFrame(columns)
-
-
-def signature() -> ModelSignature:
-    """The pyfunc's signature: the input columns, the answer's fields (models/answer.py) as output columns, params."""
-    return ModelSignature(
-        inputs=Schema([ColSpec("string", "abstract"), ColSpec("string", "title", required=False)]),
-        outputs=mlflow_outputs(),
-        params=ParamSchema(
-            [
-                ParamSpec("top_k", "long", DEFAULT_TOP_K),
-                ParamSpec("output", "string", OUTPUT_COLUMNS),
-                ParamSpec("taxonomy", "string", ""),  # "" is the model's default taxonomy
-            ]
-        ),
-    )
+        return getattr(pyfunc, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,8 @@ FORMAT = 3  # 3: taxonomies (TrackPredictor.taxonomy, .sources, .heads)
 """The artifact format this papertrack writes and reads. Raise it whenever a pickled class changes in a way an
 artifact written before cannot be loaded by (renamed/moved classes, new required attributes)."""
 MANIFEST_FILE = "papertrack.json"
+PREDICTOR_FILE = "predictor.pkl"  # the pickled TrackPredictor (papertrack.models.artifact), beside the manifest
+ARTIFACTS_FOLDER = "artifacts"  # where MLflow keeps a pyfunc's artifacts inside the model folder
 RETRAIN = "retrain with this version: papertrack train"
 RESTORE = "restore the model store from a backup"
 _CHUNK = 1 << 20
@@ -63,11 +65,14 @@ def write(folder: Path, files: Iterable[str]) -> Path:
     return path
 
 
-def check(folder: Path, shown: str | None = None, origin: str | None = None) -> dict[str, Any]:
+def check(
+    folder: Path, shown: str | None = None, origin: str | None = None, known: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """The manifest in ``folder``, after checking the format and every listed file's digest.
 
     ``shown`` names the model in messages (e.g. its URI), ``origin`` where its files are kept when ``folder`` is
-    a downloaded copy (e.g. the artifact store's folder); both default to ``folder``."""
+    a downloaded copy (e.g. the artifact store's folder); both default to ``folder``. ``known``: the sha256 of
+    files already read (by name), e.g. of the bytes about to be unpickled, not hashed again."""
     where = origin or str(folder)
     shown = shown or where
     path = folder / MANIFEST_FILE
@@ -93,7 +98,9 @@ def check(folder: Path, shown: str | None = None, origin: str | None = None) -> 
         )
     for name, expected in manifest["sha256"].items():
         file = folder / name
-        problem = "is missing" if not file.is_file() else "is damaged" if sha256(file) != expected else None
+        digest = (known or {}).get(name)
+        missing = digest is None and not file.is_file()
+        problem = "is missing" if missing else "is damaged" if (digest or sha256(file)) != expected else None
         if problem:
             raise DamagedArtifact(
                 f"{where}/{name} of {shown} {problem} (the model's files must match the sha256 recorded when it was "
@@ -123,11 +130,17 @@ def model_files(folder: Path) -> dict[str, str]:
     }
 
 
-def check_model_files(folder: Path, expected: dict[str, str], shown: str, origin: str | None = None) -> None:
+def check_model_files(
+    folder: Path,
+    expected: dict[str, str],
+    shown: str,
+    origin: str | None = None,
+    known: Mapping[str, str] | None = None,
+) -> None:
     """Every file of the model folder is the one recorded when it was logged (no file changed, missing or added:
     MLflow would load an added ``code/`` module or a replaced ``python_model.pkl``); DamagedArtifact naming the first
     file that is not, before anything is unpickled or imported. ``origin``: where the files are kept when ``folder`` is
-    a downloaded copy (for the message)."""
+    a downloaded copy (for the message). ``known``: the sha256 of files already read (by relative path)."""
     found = {p.relative_to(folder).as_posix(): p for p in folder.rglob("*") if p.is_file() or p.is_symlink()}
     for name in UNCOVERED:
         found.pop(name, None)
@@ -136,7 +149,7 @@ def check_model_files(folder: Path, expected: dict[str, str], shown: str, origin
             problem = "is missing"
         elif name not in expected:
             problem = "was not part of the model when it was logged"
-        elif found[name].is_symlink() or sha256(found[name]) != expected[name]:
+        elif found[name].is_symlink() or ((known or {}).get(name) or sha256(found[name])) != expected[name]:
             problem = "is damaged (it changed since the model was logged)"
         else:
             continue

@@ -112,10 +112,10 @@ def registered_models(store: Store) -> list[Registered]:
     return sorted(found, key=lambda m: m.name)
 
 
-def resolve(store: Store, reference: str, option: str = MODEL_OPTION) -> Target:
-    """The target of ``reference`` in ``store``, checked: NoModelError (the one message) when it
-    names a registered model, alias or version that does not exist. Other URIs are left to MLflow."""
-    target = parse(reference)
+def resolve(store: Store, reference: str | Target, option: str = MODEL_OPTION) -> Target:
+    """The target of ``reference`` (or of a :func:`parse` d one) in ``store``, checked: NoModelError (the one
+    message) when it names a registered model, alias or version that does not exist. Other URIs are left to MLflow."""
+    target = reference if isinstance(reference, Target) else parse(reference)
     if target.name is None:
         return target
     models = {m.name: m for m in registered_models(store)}

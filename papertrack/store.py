@@ -36,11 +36,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-from mlflow.tracking import MlflowClient
+from typing import TYPE_CHECKING
 
 from papertrack import settings
 from papertrack.errors import NoModelError, PapertrackError
+
+if TYPE_CHECKING:  # MLflow (~2 s to import) only where a command talks to it: a cached read never does
+    from mlflow.tracking import MlflowClient
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +94,8 @@ class Store:
 
     def client(self) -> MlflowClient:
         """An MLflow client on this store (MLflow's process-wide URIs are not read)."""
+        from mlflow.tracking import MlflowClient
+
         return MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.registry_uri)
 
     def experiment(self):

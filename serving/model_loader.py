@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from papertrack import model_lookup
 from papertrack.errors import NoModelError
 from papertrack.model_lookup import MODEL_OPTION, TRAIN_HINT, first_line
 
@@ -24,8 +25,16 @@ __all__ = ["TRAIN_HINT", "LoadedModel", "load_model"]
 @dataclass(frozen=True)
 class LoadedModel:
     predictor: TrackPredictor
-    metadata: Any  # its MLflow metadata (mlflow.models.Model: MLmodel's signature, flavors)
     path: str  # where it was loaded from: the URI, or the local folder it was downloaded to
+    folder: Path | None = None  # the local model folder its files were read from
+
+    @property
+    def metadata(self) -> Any:
+        """Its MLflow metadata (mlflow.models.Model: MLmodel's signature, flavors), read when asked (imports
+        MLflow)."""
+        from papertrack.models.loading import metadata
+
+        return metadata(self.folder or Path(self.path))
 
 
 def load_model(
@@ -40,30 +49,62 @@ def load_model(
     :mod:`papertrack.model_lookup`) from ``store`` (:func:`papertrack.store.open`, ``create=False``). With
     ``download_to``, the model is downloaded there first and loaded from that folder (an alias is resolved once: a
     Spark job's executors load the very same copy). ``error`` (a NoModelError) with the lookup's one message when it
-    cannot be loaded; ``option``: how the caller names the reference in that message's fix."""
+    cannot be loaded; ``option``: how the caller names the reference in that message's fix.
+
+    A registered version MLflow was asked for before, in a store that has not changed since, is loaded without MLflow
+    (:mod:`papertrack.registry_cache`: its folder and recorded digests); every file is checked the same way."""
+    from papertrack import model_lookup, registry_cache
+
+    target = model_lookup.parse(model_uri)
+    if download_to is None and target.name is not None:
+        loaded = _from_cache(store, target)
+        if loaded is not None:
+            return loaded
+    before = registry_cache.state(store)  # the database as it is before MLflow is asked
     from mlflow.exceptions import MlflowException
 
-    from papertrack import model_lookup
-    from papertrack.models.loading import load_predictor, pinned
+    from papertrack.models.loading import load_checked, load_pinned, pin
     from papertrack.models.manifest import check_model_files
     from papertrack.store import using
 
     try:
-        target = model_lookup.resolve(store, model_uri, option)
+        target = model_lookup.resolve(store, target, option)
     except NoModelError as exc:
         raise error(str(exc)) from None
     try:
         # MLflow resolves models:/ and runs:/ URIs on its process-wide store only
         with using(store):
-            path = target.uri
             if download_to is not None:  # the copy the Spark executors load: checked here, on the driver
                 from mlflow.artifacts import download_artifacts
 
-                uri, expected = pinned(target.uri)  # an alias resolved once: the checked copy is the loaded one
-                path = download_artifacts(artifact_uri=uri, dst_path=str(download_to))
-                if expected is not None:
-                    check_model_files(Path(path), expected, uri)
-            predictor, metadata = load_predictor(path)
+                pinned = pin(target.uri)  # an alias resolved once: the checked copy is the loaded one
+                path = download_artifacts(artifact_uri=pinned.uri, dst_path=str(download_to))
+                if pinned.expected is not None:
+                    check_model_files(Path(path), pinned.expected, pinned.uri)
+                return LoadedModel(load_checked(Path(path), None, path), path, Path(path))
+            pinned = pin(target.uri)
+            predictor, folder, stored = load_pinned(pinned, target.uri)
     except (MlflowException, OSError) as exc:
         raise error(model_lookup.missing(store, target, first_line(exc), option)) from None
-    return LoadedModel(predictor, metadata, path)
+    if pinned.name and pinned.version and pinned.expected and folder.is_absolute() and str(folder) == stored:
+        entry = registry_cache.Entry(pinned.name, pinned.version, pinned.run_id or "", folder, pinned.expected)
+        asked = registry_cache.key(target.name or "", target.alias, target.version)
+        registry_cache.remember(store, asked, entry, before)
+    return LoadedModel(predictor, target.uri, folder)
+
+
+def _from_cache(store: Store, target: model_lookup.Target) -> LoadedModel | None:
+    """The model from the registry cache's folder and digests, or None (ask MLflow): not cached, the store changed,
+    or its files cannot be read (MLflow's path then says what is wrong)."""
+    from papertrack import registry_cache
+    from papertrack.models.loading import load_checked
+
+    assert target.name is not None
+    entry = registry_cache.lookup(store, target.name, target.alias, target.version)
+    if entry is None or not entry.folder.is_dir():
+        return None
+    try:
+        predictor = load_checked(entry.folder, entry.files, target.uri, str(entry.folder))
+    except OSError:
+        return None
+    return LoadedModel(predictor, target.uri, entry.folder)

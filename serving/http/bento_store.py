@@ -70,7 +70,7 @@ class Champion:
 
 def find_champion(store: Store, alias: str = settings.CHAMPION, name: str = settings.MODEL_NAME) -> Champion:
     """The registered version of ``store`` behind ``alias``; ``NoModelError`` (with what to do) when there is
-    none."""
+    none. Asks MLflow (see :func:`cached_champion` for the version alone, without it)."""
     from papertrack import model_lookup
 
     version = model_lookup.registered_version(store, alias, name)  # the one message when there is none
@@ -79,20 +79,48 @@ def find_champion(store: Store, alias: str = settings.CHAMPION, name: str = sett
     return Champion(name, str(version.version), run_id, alias, tags)
 
 
+def cached_champion(store: Store, alias: str = settings.CHAMPION, name: str = settings.MODEL_NAME) -> Champion | None:
+    """The version behind ``alias`` as :mod:`papertrack.registry_cache` has it (MLflow's answer, while the store has
+    not changed since), without its tags; None: ask MLflow."""
+    from papertrack import registry_cache
+
+    entry = registry_cache.lookup(store, name, alias)
+    return None if entry is None else Champion(name, entry.version, entry.run_id, alias, {})
+
+
 def import_champion(store: Store, alias: str = settings.CHAMPION, name: str = settings.MODEL_NAME):
     """Import ``models:/<name>@<alias>`` of ``store`` (the MLflow store) into the BentoML store (once per version)
     and return the bentoml.Model.
 
     The copy is checked against the artifact's manifest (format, sha256): a damaged stored copy is replaced by a
     fresh import from the registry; a model of another format, or a damaged one in the registry, is an
-    :class:`~papertrack.models.manifest.ArtifactError` that says what to do."""
+    :class:`~papertrack.models.manifest.ArtifactError` that says what to do. When the registry cache knows the
+    version and its copy is in the BentoML store and sound, MLflow is not imported."""
     import bentoml
     from bentoml.exceptions import NotFound
 
-    from papertrack import registry
+    from papertrack.models.manifest import DamagedArtifact
+
+    cached = cached_champion(store, alias, name)
+    if cached is not None:
+        try:
+            model = bentoml.models.get(cached.bento_tag)
+            check_stored(model)
+            return model
+        except (NotFound, DamagedArtifact):
+            pass  # imported (again) from the registry below, which says what is wrong
+    return _import_from_registry(store, alias, name)
+
+
+def _import_from_registry(store: Store, alias: str, name: str):
+    import bentoml
+    from bentoml.exceptions import NotFound
+
+    from papertrack import registry, registry_cache
     from papertrack.models.manifest import DamagedArtifact
     from papertrack.store import using
 
+    before = registry_cache.state(store)  # the database as it is before MLflow is asked
     champion = find_champion(store, alias, name)
     try:
         model = bentoml.models.get(champion.bento_tag)
@@ -101,10 +129,12 @@ def import_champion(store: Store, alias: str = settings.CHAMPION, name: str = se
     else:
         try:
             check_stored(model)
-            return model
         except DamagedArtifact as exc:
             logger.warning("%s; importing it again from %s", exc, champion.model_uri)
             bentoml.models.delete(champion.bento_tag)
+        else:
+            _remember(store, champion, before)
+            return model
     metrics = registry.version_metrics(champion)
     with using(store):  # bentoml.mlflow.import_model reads MLflow's process-wide registry URI only
         _import(champion, name, alias, metrics)
@@ -118,7 +148,27 @@ def import_champion(store: Store, alias: str = settings.CHAMPION, name: str = se
         with using(store):
             load_predictor(champion.model_uri)  # the same check on the registry's copy; its error names the file
         raise
+    _remember(store, champion, before)
     return model
+
+
+def _remember(store: Store, champion: Champion, before) -> None:
+    """Keep the version's registry folder and recorded digests in the registry cache (see
+    :func:`papertrack.registry_cache.remember`: only if the store did not change since ``before``)."""
+    from papertrack import registry_cache
+    from papertrack.models.loading import pin, stored_at
+    from papertrack.store import using
+
+    try:
+        with using(store):
+            pinned = pin(champion.model_uri)
+            folder = Path(stored_at(pinned.uri))
+    except Exception as exc:  # only a cache: the next start asks MLflow again
+        logger.debug("the registry cache is not updated: %s", exc)
+        return
+    if pinned.expected and folder.is_absolute() and folder.is_dir():
+        entry = registry_cache.Entry(champion.name, champion.version, champion.run_id, folder, pinned.expected)
+        registry_cache.remember(store, registry_cache.key(champion.name, champion.alias), entry, before)
 
 
 def _import(champion: Champion, name: str, alias: str, metrics: dict[str, float]) -> None:
@@ -143,8 +193,7 @@ def _import(champion: Champion, name: str, alias: str, metrics: dict[str, float]
 
 def check_stored(model, shown: str | None = None) -> None:
     """Check a stored copy's manifest (format version, sha256 of its files) before it is served."""
-    from papertrack.models.artifact import ARTIFACTS_FOLDER
-    from papertrack.models.manifest import check
+    from papertrack.models.manifest import ARTIFACTS_FOLDER, check  # not the artifact's module: no scikit-learn
 
     check(Path(model.path_of(MLFLOW_MODEL_FOLDER)) / ARTIFACTS_FOLDER, shown or str(model.tag))
 

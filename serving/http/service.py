@@ -25,6 +25,7 @@ import gc
 import json
 import logging
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import anyio
 import attrs
@@ -128,14 +129,15 @@ class PaperTrack:
     bento_model = LocalBentoModel(bento_store.model_tag())
 
     def __init__(self) -> None:
-        from papertrack.models.loading import load_predictor
+        from papertrack.models.loading import load_checked
 
         # A Bento serves the model recorded in it; otherwise $PAPERTRACK_BENTO_MODEL or the class attribute's tag.
         # Looked up in the local store only (the BentoModel descriptor would try BentoCloud): a missing model
         # fails fast, saying what to do.
         tag = _bento_model_tag() or settings.current().bento_model or str(type(self).bento_model.tag)
         self.stored = stored = bento_store.stored_model(tag)
-        self.predictor, _ = load_predictor(stored.path_of(bento_store.MLFLOW_MODEL_FOLDER))
+        folder = stored.path_of(bento_store.MLFLOW_MODEL_FOLDER)
+        self.predictor = load_checked(Path(folder), None, folder)  # imports no MLflow
         self.model_info = schemas.model_info(stored, self.predictor)
         self._model_json = self.model_info.model_dump()
         self._metadata = schemas.metadata(stored, self.predictor, self.model_info)
