@@ -25,6 +25,7 @@ compile=("$tools/bin/pip-compile" --quiet --generate-hashes --allow-unsafe --str
 "${compile[@]}" "$@" --extra embeddings,spark,team,dev -o requirements/all.lock pyproject.toml
 cp requirements/all.lock requirements/core.lock  # pip-compile keeps the pins it finds in its output file
 "${compile[@]}" -o requirements/core.lock pyproject.toml
+"${compile[@]}" -o requirements/uv.lock requirements/uv.in  # what scripts/setup.sh core installs with
 echo "what moved in requirements/all.lock:"
 join -a1 -a2 -e '-' -o 0,1.2,2.2 -t= <(sed 's/==/=/' "$old") <(pins requirements/all.lock | sed 's/==/=/') |
   awk -F= '$2 != $3 {print "  " $1 ": " $2 " -> " $3; n++} END {if (!n) print "  nothing"}'

@@ -13,7 +13,8 @@ command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 if [ ! -x .venv/bin/python ]; then
   echo "creating .venv with $($PYTHON --version)"
   "$PYTHON" -m venv .venv
-  .venv/bin/python -m pip install --quiet --upgrade pip
+  # core: the venv's own pip installs uv and checks; uv installs the lock
+  [ "${1:-all}" = core ] || .venv/bin/python -m pip install --quiet --upgrade pip
 fi
 # The editable install is setuptools' default mode. Static tools (mypy, pyright, IDEs) need no help from it:
 # papertrack/features, models, training and serving are symbolic links to the root folders, so the checkout itself
@@ -24,8 +25,12 @@ fi
 # pip's compile of all ~40,000 files and compiles only what the main job's commands import.
 pip_install=(.venv/bin/python -m pip install --quiet --progress-bar off --require-hashes --no-deps)
 if [ "${1:-all}" = core ]; then
-  "${pip_install[@]}" --no-compile -r requirements/core.lock
-  .venv/bin/python -m pip install --quiet --progress-bar off --no-compile --no-deps -e .
+  # uv (itself from requirements/uv.lock, hashed) installs the lock's wheels side by side, hashes required like
+  # pip's; the full install stays on pip (it reads torch's CPU wheel from pip's configured find-links)
+  "${pip_install[@]}" --no-compile -r requirements/uv.lock
+  uv=(.venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps)
+  "${uv[@]}" --require-hashes -r requirements/core.lock
+  "${uv[@]}" -e .
   env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -c "
 import papertrack.cli, papertrack.training.pipeline, papertrack.training.sweep, papertrack.serving.batch.labeler
 import papertrack.serving.taxonomies_command, mlflow.pyfunc, mlflow.tracking, sklearn.linear_model, sklearn.svm

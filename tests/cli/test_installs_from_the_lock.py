@@ -34,7 +34,7 @@ def test_every_locked_distribution_is_installed_at_its_locked_version():
 
 
 def test_every_lock_line_carries_a_hash():
-    for lock in ("all.lock", "core.lock"):
+    for lock in ("all.lock", "core.lock", "uv.lock"):
         text = (ROOT / "requirements" / lock).read_text(encoding="utf-8")
         blocks = re.split(r"\n(?=[A-Za-z0-9_.-]+==)", text)
         unhashed = [b.split()[0] for b in blocks if PIN.match(b) and "--hash=sha256:" not in b]
