@@ -113,11 +113,6 @@ def prediction_sets(proba: np.ndarray, threshold: float, order: np.ndarray | Non
     return [row[:size] for row, size in zip(order, sizes.tolist())]
 
 
-def covered(proba: np.ndarray, y: np.ndarray, threshold: float) -> np.ndarray:
-    """Whether each row's true label is in its prediction set."""
-    return np.array([label in s for label, s in zip(y.tolist(), prediction_sets(proba, threshold))])
-
-
 def top1_threshold(proba: np.ndarray, y: np.ndarray, target: float, min_support: int = MIN_SUPPORT) -> float:
     """The top-1 threshold of :func:`top1_choice`."""
     return top1_choice(proba, y, target, min_support)[0]

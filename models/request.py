@@ -8,8 +8,7 @@ on its own.
 * ``taxonomy``: the taxonomy to answer in — its name or one of its sources' names, any letter case
   (:meth:`TrackPredictor.head`); None is the model's default taxonomy. Unknown: a UsageError listing the known ones.
 * ``top_k``: 1 to the taxonomy's number of labels; None is :data:`DEFAULT_TOP_K`, clipped to the number of labels
-  when the taxonomy has fewer (a valid model with two labels answers with two tracks; :func:`clipped_top_k` lets a
-  caller say so).
+  when the taxonomy has fewer (a valid model with two labels answers with two tracks).
 """
 
 from __future__ import annotations
@@ -78,19 +77,6 @@ def resolve_top_k(top_k: int | None, n_labels: int, taxonomy: str = "") -> int:
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= n_labels:
         raise TopKError(top_k, n_labels, taxonomy)
     return top_k
-
-
-def clipped_top_k(predictor: TrackPredictor, taxonomy: str | None = None) -> tuple[int, str]:
-    """(the default top_k for ``taxonomy``, a one-line note when it is below DEFAULT_TOP_K, else "")."""
-    head = predictor.head(taxonomy)
-    k = resolve_top_k(None, head.space.n_labels)
-    note = (
-        f"the model knows {head.space.n_labels} labels{' in ' + head.taxonomy if head.taxonomy else ''}: "
-        f"answering with top {k} instead of {DEFAULT_TOP_K}"
-        if k < DEFAULT_TOP_K
-        else ""
-    )
-    return k, note
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -100,10 +100,6 @@ class NewName:
     sources: tuple[str, ...]  # the old names mapped to it (crosswalk entries)
     falls_into: tuple[tuple[str, float, int], ...]  # (old name, top-1 share, top-1 count), most top-1 first
 
-    @property
-    def top_share(self) -> float:
-        return self.falls_into[0][1] if self.falls_into else 0.0
-
 
 @dataclass
 class Proposal:

@@ -232,11 +232,6 @@ def build(
     return Taxonomies(heads, notes)
 
 
-def _mapped(head: Head) -> str:
-    assert head.crosswalk is not None
-    return f" + {len(head.data.y) - len(head.data.native_rows):,} mapped {_via(head.crosswalk)}"
-
-
 def _via(cw: Crosswalk) -> str:
     return f"through {Path(cw.path).name}" if cw.path else "by the names it shares (no crosswalk)"
 
