@@ -12,11 +12,15 @@ from papertrack.models.confidence import (
     aps_scores,
     calibrate,
     conformal_quantile,
-    covered,
     prediction_sets,
     risk_coverage,
     top1_threshold,
 )
+
+
+def covered(proba: np.ndarray, y: np.ndarray, threshold: float) -> np.ndarray:
+    """Whether each row's true label is in its prediction set."""
+    return np.array([label in s for label, s in zip(y.tolist(), prediction_sets(proba, threshold))])
 
 
 def calibrated_sample(n: int, labels: int = 20, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
