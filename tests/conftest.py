@@ -11,8 +11,10 @@ sets up what it needs through its fixtures.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import defaultdict
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from . import parallel
 from .processes import free_port, stop, wait_http
 
 # PYTHONDONTWRITEBYTECODE is set on the team's machines: pytest then rewrites the asserts of every test module at
@@ -55,6 +58,7 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    parallel.group_modules(items)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -154,32 +158,47 @@ def labeled_subset(data_dir, tmp_path_factory) -> Path:
     return sources_subset(data_dir, tmp_path_factory.mktemp("data3") / "subset3.jsonl", 6, THREE_SOURCES)
 
 
+def _sweep(data: Path, home: Path):
+    from papertrack import store as stores
+    from papertrack.training.sweep import SweepConfig, run_sweep
+
+    # the shift holdout too (off by default with a temporal one): the tests read every evaluation of a sweep; the
+    # default plots (the winner's and the runner-up's: both candidates), which test_training.py reads
+    config = SweepConfig([data], candidate_names=FAST_CANDIDATES, folds=3, seed=7, shift_holdout=True, plots="top2")
+    os.environ["PAPERTRACK_HOME"] = str(home)
+    return run_sweep(config, stores.open())
+
+
 @pytest.fixture(scope="session")
 def trained(labeled_subset, tmp_path_factory):
     """A sweep of the fast candidates on the three-source subset (two years, so chosen on the temporal
     holdout, like the default data), registered as papertrack@champion in a temporary PAPERTRACK_HOME. The
     environment keeps pointing at that store for the rest of the session (the CLI subprocesses' store); ``store``
-    is its :class:`papertrack.store.Store`, for the tests that call the library."""
+    is its :class:`papertrack.store.Store`, for the tests that call the library. With pytest-xdist the sweep runs
+    once per run and each process gets its own copy of its store (tests/parallel.py)."""
     from papertrack import store as stores
-    from papertrack.training.sweep import SweepConfig, run_sweep
 
     home = tmp_path_factory.mktemp("papertrack-home")
+    if parallel.worker() is None:
+        data, result = labeled_subset, _sweep(labeled_subset, home)
+    else:
+
+        def make(folder: Path):
+            shutil.copyfile(labeled_subset, folder / labeled_subset.name)
+            return folder / labeled_subset.name, _sweep(folder / labeled_subset.name, folder / "home")
+
+        template = tmp_path_factory.getbasetemp().parent / "trained-template"
+        data, result = parallel.made_once(template, make)
+        shutil.rmtree(home)
+        parallel.copy_store(template / "home", home)
     os.environ["PAPERTRACK_HOME"] = str(home)
     store = stores.open()
-    # the shift holdout too (off by default with a temporal one): the tests read every evaluation of a sweep; the
-    # default plots (the winner's and the runner-up's: both candidates), which test_training.py reads
-    result = run_sweep(
-        SweepConfig(
-            [labeled_subset], candidate_names=FAST_CANDIDATES, folds=3, seed=7, shift_holdout=True, plots="top2"
-        ),
-        store,
-    )
     return {
         "home": home,
         "store": store,
-        "result": result,
+        "result": dataclasses.replace(result, tracking_uri=store.tracking_uri),
         "model_uri": "models:/papertrack@champion",
-        "data": labeled_subset,
+        "data": data,
     }
 
 
