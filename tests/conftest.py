@@ -63,12 +63,12 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session", autouse=True)
 def store_schema_template(tmp_path_factory):
-    """MLflow's sqlite schema made once per session and copied into every new store this process creates.
+    """MLflow's sqlite schema made once per run and copied into every new store the test processes create.
 
     A new sqlite store runs MLflow's ~60 schema migrations (Alembic): ~2 s quiet, ~6–11 s on a loaded machine, paid
     by every test that opens a store of its own. Here the first new store is migrated the real way into a template
     file, and each later one gets that file's tables copied in (sqlite's backup API, on the store's own connection);
-    MLflow then finds every table and checks the schema's revision as usual. Only in this process (a `papertrack`
+    MLflow then finds every table and checks the schema's revision as usual. Only in the test processes (a `papertrack`
     subprocess creates its store itself) and only for sqlite files. MLflow creates the tables through a private
     function (``mlflow.store.db.utils._initialize_tables``): a test-only reach into MLflow, never the product's."""
     import sqlite3
@@ -77,22 +77,26 @@ def store_schema_template(tmp_path_factory):
     import mlflow.store.model_registry.sqlalchemy_store as registry_store
 
     migrate = db_utils._initialize_tables
-    template = tmp_path_factory.mktemp("mlflow-schema") / "mlflow.db"
+    # one template for the run: with pytest-xdist the test processes share it (the first one migrates, under a lock)
+    shared = tmp_path_factory.getbasetemp().parent if parallel.worker() else tmp_path_factory.getbasetemp()
+    template = shared / "mlflow-schema" / "mlflow.db"
 
     def initialize_tables(engine):
         database = engine.url.database
         if engine.url.get_backend_name() != "sqlite" or not database or database == ":memory:":
             return migrate(engine)
-        if not template.exists():
-            import sqlalchemy
+        with parallel.locked(template.with_suffix(".lock")):
+            if not template.exists():
+                import sqlalchemy
 
-            building = template.with_suffix(".building")
-            blank = sqlalchemy.create_engine(f"sqlite:///{building}")
-            try:
-                migrate(blank)
-            finally:
-                blank.dispose()
-            building.rename(template)
+                building = template.with_suffix(".building")
+                building.unlink(missing_ok=True)  # a process that failed part way
+                blank = sqlalchemy.create_engine(f"sqlite:///{building}")
+                try:
+                    migrate(blank)
+                finally:
+                    blank.dispose()
+                building.rename(template)
         with sqlite3.connect(template) as source, engine.connect() as connection:
             source.backup(connection.connection.driver_connection)
 
@@ -101,6 +105,9 @@ def store_schema_template(tmp_path_factory):
     patch.setattr(registry_store, "_initialize_tables", initialize_tables)
     yield template
     patch.undo()
+
+
+one_job_per_test_process = parallel.one_job_per_test_process  # an autouse session fixture
 
 
 def shared_data_dir() -> Path:

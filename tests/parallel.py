@@ -8,6 +8,8 @@ share and how the work is split between them.
 - Each test module runs in one process (its ``xdist_group``): a module's fixtures are made once. The modules that
   start Spark share one group (one JVM at a time); the modules with the most slow tests are handed out first, so the
   last module to run is a short one.
+- A sweep in a test process fits one model at a time (:func:`one_job_per_test_process`): the two processes already
+  keep both cores busy.
 """
 
 from __future__ import annotations
@@ -118,3 +120,19 @@ def group_modules(items: list[pytest.Item]) -> None:
         module = item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group("spark" if module in SPARK_MODULES else module))
     items.sort(key=lambda item: -slow[item.nodeid.split("::")[0]])
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_job_per_test_process():
+    """With pytest-xdist each test process has a core: a sweep in a test process fits one model at a time instead of
+    starting joblib's worker processes (seconds of imports each, for fits of milliseconds on the tests' small data).
+    The results do not depend on it (test_temporal.py compares 1 and 2 jobs); `papertrack` subprocesses and a run
+    with `-n 0` keep the default (one job per core)."""
+    if worker() is None:
+        yield
+        return
+    from papertrack.training import fits
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fits, "default_jobs", lambda: 1)
+        yield
