@@ -6,8 +6,9 @@ share and how the work is split between them.
   every process then gets its own copy of it (:func:`copy_store`), so what one test writes into its store is never
   seen by a test of the other process.
 - Each test module runs in one process (its ``xdist_group``): a module's fixtures are made once. The modules that
-  start Spark share one group (one JVM at a time); the modules with the most slow tests are handed out first, so the
-  last module to run is a short one.
+  start Spark share one group (one JVM at a time), so do the modules that read from the session's `papertrack serve`
+  (one server per run); the modules with the most slow tests are handed out first, so the last module to run is a
+  short one.
 - A sweep in a test process fits one model at a time (:func:`one_job_per_test_process`): the two processes already
   keep both cores busy.
 """
@@ -113,13 +114,20 @@ def copy_store(source: Path, target: Path) -> int:
 
 
 def group_modules(items: list[pytest.Item]) -> None:
-    """Every test in its module's ``xdist_group`` (the Spark modules in one), and the modules reordered: most slow
-    tests first (xdist hands out groups in this order), the random order kept otherwise (a stable sort)."""
-    slow = Counter(item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow"))
+    """Every test in its module's ``xdist_group`` (the Spark modules in one, the modules that use the session's
+    `papertrack serve` in one: one server per run), and the modules reordered: most slow tests first (xdist hands
+    out groups in this order), the random order kept otherwise (a stable sort)."""
+
+    def module(item: pytest.Item) -> str:
+        return item.nodeid.split("::")[0]
+
+    slow = Counter(module(item) for item in items if item.get_closest_marker("slow"))
+    serving = {module(item) for item in items if "server_env" in getattr(item, "fixturenames", ())}
     for item in items:
-        module = item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group("spark" if module in SPARK_MODULES else module))
-    items.sort(key=lambda item: -slow[item.nodeid.split("::")[0]])
+        name = module(item)
+        group = "spark" if name in SPARK_MODULES else "server" if name in serving else name
+        item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: -slow[module(item)])
 
 
 @pytest.fixture(scope="session", autouse=True)
