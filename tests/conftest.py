@@ -11,8 +11,10 @@ sets up what it needs through its fixtures.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import defaultdict
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from . import parallel
 from .processes import free_port, stop, wait_http
 
 # PYTHONDONTWRITEBYTECODE is set on the team's machines: pytest then rewrites the asserts of every test module at
@@ -55,16 +58,17 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    parallel.group_modules(items)
 
 
 @pytest.fixture(scope="session", autouse=True)
 def store_schema_template(tmp_path_factory):
-    """MLflow's sqlite schema made once per session and copied into every new store this process creates.
+    """MLflow's sqlite schema made once per run and copied into every new store the test processes create.
 
     A new sqlite store runs MLflow's ~60 schema migrations (Alembic): ~2 s quiet, ~6–11 s on a loaded machine, paid
     by every test that opens a store of its own. Here the first new store is migrated the real way into a template
     file, and each later one gets that file's tables copied in (sqlite's backup API, on the store's own connection);
-    MLflow then finds every table and checks the schema's revision as usual. Only in this process (a `papertrack`
+    MLflow then finds every table and checks the schema's revision as usual. Only in the test processes (a `papertrack`
     subprocess creates its store itself) and only for sqlite files. MLflow creates the tables through a private
     function (``mlflow.store.db.utils._initialize_tables``): a test-only reach into MLflow, never the product's."""
     import sqlite3
@@ -73,22 +77,26 @@ def store_schema_template(tmp_path_factory):
     import mlflow.store.model_registry.sqlalchemy_store as registry_store
 
     migrate = db_utils._initialize_tables
-    template = tmp_path_factory.mktemp("mlflow-schema") / "mlflow.db"
+    # one template for the run: with pytest-xdist the test processes share it (the first one migrates, under a lock)
+    shared = tmp_path_factory.getbasetemp().parent if parallel.worker() else tmp_path_factory.getbasetemp()
+    template = shared / "mlflow-schema" / "mlflow.db"
 
     def initialize_tables(engine):
         database = engine.url.database
         if engine.url.get_backend_name() != "sqlite" or not database or database == ":memory:":
             return migrate(engine)
-        if not template.exists():
-            import sqlalchemy
+        with parallel.locked(template.with_suffix(".lock")):
+            if not template.exists():
+                import sqlalchemy
 
-            building = template.with_suffix(".building")
-            blank = sqlalchemy.create_engine(f"sqlite:///{building}")
-            try:
-                migrate(blank)
-            finally:
-                blank.dispose()
-            building.rename(template)
+                building = template.with_suffix(".building")
+                building.unlink(missing_ok=True)  # a process that failed part way
+                blank = sqlalchemy.create_engine(f"sqlite:///{building}")
+                try:
+                    migrate(blank)
+                finally:
+                    blank.dispose()
+                building.rename(template)
         with sqlite3.connect(template) as source, engine.connect() as connection:
             source.backup(connection.connection.driver_connection)
 
@@ -97,6 +105,9 @@ def store_schema_template(tmp_path_factory):
     patch.setattr(registry_store, "_initialize_tables", initialize_tables)
     yield template
     patch.undo()
+
+
+one_job_per_test_process = parallel.one_job_per_test_process  # an autouse session fixture
 
 
 def shared_data_dir() -> Path:
@@ -154,32 +165,47 @@ def labeled_subset(data_dir, tmp_path_factory) -> Path:
     return sources_subset(data_dir, tmp_path_factory.mktemp("data3") / "subset3.jsonl", 6, THREE_SOURCES)
 
 
+def _sweep(data: Path, home: Path):
+    from papertrack import store as stores
+    from papertrack.training.sweep import SweepConfig, run_sweep
+
+    # the shift holdout too (off by default with a temporal one): the tests read every evaluation of a sweep; the
+    # default plots (the winner's and the runner-up's: both candidates), which test_training.py reads
+    config = SweepConfig([data], candidate_names=FAST_CANDIDATES, folds=3, seed=7, shift_holdout=True, plots="top2")
+    os.environ["PAPERTRACK_HOME"] = str(home)
+    return run_sweep(config, stores.open())
+
+
 @pytest.fixture(scope="session")
 def trained(labeled_subset, tmp_path_factory):
     """A sweep of the fast candidates on the three-source subset (two years, so chosen on the temporal
     holdout, like the default data), registered as papertrack@champion in a temporary PAPERTRACK_HOME. The
     environment keeps pointing at that store for the rest of the session (the CLI subprocesses' store); ``store``
-    is its :class:`papertrack.store.Store`, for the tests that call the library."""
+    is its :class:`papertrack.store.Store`, for the tests that call the library. With pytest-xdist the sweep runs
+    once per run and each process gets its own copy of its store (tests/parallel.py)."""
     from papertrack import store as stores
-    from papertrack.training.sweep import SweepConfig, run_sweep
 
     home = tmp_path_factory.mktemp("papertrack-home")
+    if parallel.worker() is None:
+        data, result = labeled_subset, _sweep(labeled_subset, home)
+    else:
+
+        def make(folder: Path):
+            shutil.copyfile(labeled_subset, folder / labeled_subset.name)
+            return folder / labeled_subset.name, _sweep(folder / labeled_subset.name, folder / "home")
+
+        template = tmp_path_factory.getbasetemp().parent / "trained-template"
+        data, result = parallel.made_once(template, make)
+        shutil.rmtree(home)
+        parallel.copy_store(template / "home", home)
     os.environ["PAPERTRACK_HOME"] = str(home)
     store = stores.open()
-    # the shift holdout too (off by default with a temporal one): the tests read every evaluation of a sweep; the
-    # default plots (the winner's and the runner-up's: both candidates), which test_training.py reads
-    result = run_sweep(
-        SweepConfig(
-            [labeled_subset], candidate_names=FAST_CANDIDATES, folds=3, seed=7, shift_holdout=True, plots="top2"
-        ),
-        store,
-    )
     return {
         "home": home,
         "store": store,
-        "result": result,
+        "result": dataclasses.replace(result, tracking_uri=store.tracking_uri),
         "model_uri": "models:/papertrack@champion",
-        "data": labeled_subset,
+        "data": data,
     }
 
 
