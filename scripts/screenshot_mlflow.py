@@ -5,7 +5,7 @@ for the papertrack store, drives headless Chromium with playwright, checks what 
 stops the server.
 
     pip install playwright && apt-get install -y chromium       # Chromium from the distribution
-    PAPERTRACK_HOME=/tmp/sweep-full .venv/bin/python benchmarks/screenshot_mlflow.py docs/mlflow-runs.png
+    PAPERTRACK_HOME=/tmp/sweep-full .venv/bin/python scripts/screenshot_mlflow.py docs/mlflow-runs.png
 """
 
 from __future__ import annotations
