@@ -16,7 +16,9 @@ if [ ! -x "$tools/bin/pip-compile" ]; then
   "$PYTHON" -m venv "$tools"
   "$tools/bin/python" -m pip install --quiet "pip-tools>=7.4,<8"
 fi
-pins() { grep -E '^[A-Za-z0-9_.-]+==' "$1" | sed 's/ .*//' | sort; }
+# name=version per line, sorted on the name as join(1) reads it (sorting "a==1" lines would put "pytest-xdist"
+# before "pytest", and join would miss both)
+pins() { grep -E '^[A-Za-z0-9_.-]+==' "$1" | sed 's/ .*//; s/==/=/' | LC_ALL=C sort -t= -k1,1; }
 old=$(mktemp)
 trap 'rm -f "$old"' EXIT
 pins requirements/all.lock >"$old"
@@ -27,6 +29,6 @@ cp requirements/all.lock requirements/core.lock  # pip-compile keeps the pins it
 "${compile[@]}" -o requirements/core.lock pyproject.toml
 "${compile[@]}" -o requirements/uv.lock requirements/uv.in  # what scripts/setup.sh core installs with
 echo "what moved in requirements/all.lock:"
-join -a1 -a2 -e '-' -o 0,1.2,2.2 -t= <(sed 's/==/=/' "$old") <(pins requirements/all.lock | sed 's/==/=/') |
+LC_ALL=C join -a1 -a2 -e '-' -o 0,1.2,2.2 -t= "$old" <(pins requirements/all.lock) |
   awk -F= '$2 != $3 {print "  " $1 ": " $2 " -> " $3; n++} END {if (!n) print "  nothing"}'
 echo "next: scripts/test.sh (installs the new lock into .venv); commit requirements/ when it is green"
