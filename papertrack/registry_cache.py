@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from papertrack import settings
 
 if TYPE_CHECKING:
+    from papertrack.models.loading import Pinned
     from papertrack.store import Store
 
 logger = logging.getLogger(__name__)
@@ -180,3 +181,14 @@ def remember(store: Store, reference: str | None, entry: Entry, before: list[Any
             raise
     except OSError as exc:
         logger.debug("could not write %s: %s", path, exc)
+
+
+def remember_pinned(
+    store: Store, reference: str | None, pinned: Pinned, folder: Path, before: list[Any] | None
+) -> None:
+    """:func:`remember` what MLflow answered for ``reference``: a pinned registered version
+    (:func:`papertrack.models.loading.pin`) whose files are in ``folder``, the artifact store's own local folder —
+    when it names a version with recorded digests (else nothing is kept: the next start asks MLflow)."""
+    if pinned.name and pinned.version and pinned.expected and folder.is_absolute() and folder.is_dir():
+        entry = Entry(pinned.name, pinned.version, pinned.run_id or "", folder, pinned.expected)
+        remember(store, reference, entry, before)

@@ -53,7 +53,7 @@ def load_model(
 
     A registered version MLflow was asked for before, in a store that has not changed since, is loaded without MLflow
     (:mod:`papertrack.registry_cache`: its folder and recorded digests); every file is checked the same way."""
-    from papertrack import model_lookup, registry_cache
+    from papertrack import registry_cache
 
     target = model_lookup.parse(model_uri)
     if download_to is None and target.name is not None:
@@ -86,10 +86,9 @@ def load_model(
             predictor, folder, stored = load_pinned(pinned, target.uri)
     except (MlflowException, OSError) as exc:
         raise error(model_lookup.missing(store, target, first_line(exc), option)) from None
-    if pinned.name and pinned.version and pinned.expected and folder.is_absolute() and str(folder) == stored:
-        entry = registry_cache.Entry(pinned.name, pinned.version, pinned.run_id or "", folder, pinned.expected)
+    if str(folder) == stored:  # the artifact store's own folder, not a temporary download
         asked = registry_cache.key(target.name or "", target.alias, target.version)
-        registry_cache.remember(store, asked, entry, before)
+        registry_cache.remember_pinned(store, asked, pinned, folder, before)
     return LoadedModel(predictor, target.uri, folder)
 
 

@@ -166,9 +166,7 @@ def _remember(store: Store, champion: Champion, before) -> None:
     except Exception as exc:  # only a cache: the next start asks MLflow again
         logger.debug("the registry cache is not updated: %s", exc)
         return
-    if pinned.expected and folder.is_absolute() and folder.is_dir():
-        entry = registry_cache.Entry(champion.name, champion.version, champion.run_id, folder, pinned.expected)
-        registry_cache.remember(store, registry_cache.key(champion.name, champion.alias), entry, before)
+    registry_cache.remember_pinned(store, registry_cache.key(champion.name, champion.alias), pinned, folder, before)
 
 
 def _import(champion: Champion, name: str, alias: str, metrics: dict[str, float]) -> None:
