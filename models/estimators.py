@@ -21,6 +21,8 @@ def expand_proba(proba: np.ndarray, classes: np.ndarray, n_labels: int) -> np.nd
     """Place the columns of ``proba`` (one per fitted class) into a full (n, n_labels) matrix."""
     full = np.zeros((proba.shape[0], n_labels), dtype=np.float64)
     full[:, np.asarray(classes, dtype=np.int64)] = proba
+    if proba.dtype != np.float64:  # single-precision features: rows summed to 1 within float32's rounding
+        full /= full.sum(axis=1, keepdims=True)
     return full
 
 

@@ -95,7 +95,9 @@ def sklearn_member_proba(ensemble: WeightedEnsemble, texts: list[str]) -> list[n
 
 
 def assert_same_proba(fast: np.ndarray, reference: np.ndarray) -> None:
-    np.testing.assert_allclose(fast, reference, rtol=0, atol=1e-12)
+    # the features are float32: scikit-learn's own probabilities are exact to about 1e-7, and the fast path's rows
+    # are renormalised to sum to 1 (papertrack.models.estimators.expand_proba)
+    np.testing.assert_allclose(fast, reference, rtol=0, atol=1e-6)
     top = 5
     np.testing.assert_array_equal(
         np.argsort(-fast, axis=1, kind="stable")[:, :top], np.argsort(-reference, axis=1, kind="stable")[:, :top]
