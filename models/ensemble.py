@@ -18,6 +18,7 @@ from typing import Any
 
 import joblib
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from papertrack.models.candidates import Candidate, EnsembleSpec
@@ -63,6 +64,11 @@ def feature_signature(features) -> str:
     return joblib.hash(clone(features))
 
 
+def _fit_member(model, features, matrix, texts: list[str], y: np.ndarray):
+    """One member fitted: on its shared feature step's rows, or (``features`` None) on the texts."""
+    return model.fit(texts, y) if features is None else model.fit_from_features(features, matrix, y)
+
+
 class WeightedEnsemble(ClassifierMixin, BaseEstimator):
     """Members (name, unfitted classifier, weight) whose probabilities are combined by :func:`combine`.
 
@@ -74,10 +80,13 @@ class WeightedEnsemble(ClassifierMixin, BaseEstimator):
     feature step: it is fitted once, transforms once per prediction and is stored once in the pickle.
     """
 
-    def __init__(self, members: Sequence[tuple[str, Any, float]], n_labels: int, rule: str = "mean"):
+    def __init__(
+        self, members: Sequence[tuple[str, Any, float]], n_labels: int, rule: str = "mean", n_jobs: int | None = None
+    ):
         self.members = members
         self.n_labels = n_labels
         self.rule = rule
+        self.n_jobs = n_jobs  # members fitted side by side in ``fit`` (joblib's convention: None is one)
 
     @property
     def weights(self) -> dict[str, float]:
@@ -95,18 +104,23 @@ class WeightedEnsemble(ClassifierMixin, BaseEstimator):
         for i, (_, model) in enumerate(active):
             key = feature_signature(model.features) if isinstance(model, TextClassifier) else f"own-{i}"
             groups.setdefault(key, []).append(i)
-        fitted: list[Any] = [None] * len(active)
         self.groups_ = []
+        jobs: list[tuple[int, Any, Any, Any]] = []  # (member, unfitted copy, fitted shared step or None, its rows)
         for key, indices in groups.items():
             if key.startswith("own-"):
-                fitted[indices[0]] = clone(active[indices[0]][1]).fit(texts, y)
+                jobs.append((indices[0], clone(active[indices[0]][1]), None, None))
                 self.groups_.append((None, indices))
                 continue
             features = clone(active[indices[0]][1].features)
             matrix = features.fit_transform(texts, y)
-            for i in indices:  # shared: one fitted step, one copy in the pickle
-                fitted[i] = clone(active[i][1]).fit_from_features(features, matrix, y)
+            jobs += [(i, clone(active[i][1]), features, matrix) for i in indices]
             self.groups_.append((features, indices))
+        fits = (delayed(_fit_member)(model, features, matrix, texts, y) for _, model, features, matrix in jobs)
+        fitted: list[Any] = [None] * len(active)
+        for (i, _, features, _), model in zip(jobs, Parallel(n_jobs=self.n_jobs)(fits)):
+            if features is not None:  # shared: one fitted step, one copy in the pickle (a worker returns its own)
+                model.features_ = features
+            fitted[i] = model
         self.members_ = [(name, model, weights[name]) for (name, _), model in zip(active, fitted)]
         self.classes_ = np.arange(self.n_labels)
         return self

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -225,7 +226,12 @@ def evaluate_all(
         extra,
     )
     shared = SharedMembers(data, extra_rows, {r.candidate.name: r for r in main})
-    others = {head.name: (evaluate_head(candidates, head, config, listener, shared), head.data) for head in heads}
+    # the heads side by side (a thread each): their fits share the worker processes, so one head's small batches
+    # and serial steps (ensemble weights, layers) fill the workers another leaves idle; each result is the same
+    # as evaluated alone (every fit is seeded)
+    with ThreadPoolExecutor(max_workers=len(heads), thread_name_prefix="head") as pool:
+        done = pool.map(lambda head: evaluate_head(candidates, head, config, listener, shared), heads)
+        others = {head.name: (by_name, head.data) for head, by_name in zip(heads, done)}
     merging = Merging(listener, others, data.taxonomy)
     for result in main:
         merging.candidate_done(result)
@@ -313,8 +319,8 @@ def refit(
         from joblib import Parallel, delayed
 
         done = Parallel(n_jobs=min(n_jobs, len(jobs)))(delayed(_refit_one)(*job) for job in jobs)
-    else:
-        done = [_refit_one(*job) for job in jobs]
+    else:  # one job (every head on the main taxonomy's members): an ensemble fits its members side by side
+        done = [_refit_one(*job, n_jobs=n_jobs) for job in jobs]
     main = done[0]
     base = main.predictor.classifier
     done += [_refit_one(*job, _layered_head(job[0], job[1], winner, base, data, seed)) for job in layered]
@@ -356,9 +362,16 @@ def _refit_one(
     profiled: np.ndarray | None = None,
     native_share: float = 0.0,
     classifier=None,
+    n_jobs: int = 1,
 ) -> Refit:
     if classifier is None:  # else: a head on the main taxonomy's fitted members (training.head_layer)
-        classifier = winner.candidate.build(data.space.n_labels, seed).fit(data.texts, data.y)
+        classifier = winner.candidate.build(data.space.n_labels, seed)
+        parallel = n_jobs > 1 and "n_jobs" in classifier.get_params(deep=False)
+        if parallel:
+            classifier.set_params(n_jobs=n_jobs)
+        classifier.fit(data.texts, data.y)
+        if parallel:  # the artifact keeps the default (a refit of it elsewhere decides for itself)
+            classifier.set_params(n_jobs=None)
     if native_share > 0:  # a crosswalked taxonomy: mixed with a model of its own papers
         classifier = native_mixture.refit_mixture(classifier, data, native_share, seed)
     card = ModelCard(

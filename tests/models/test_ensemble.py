@@ -130,6 +130,26 @@ def test_fitted_ensemble_shares_feature_steps_and_gives_valid_distributions(smal
     np.testing.assert_allclose(proba, expected)
 
 
+def test_members_fitted_side_by_side_answer_as_fitted_in_one_process_and_share_one_feature_step(small):
+    import pickle
+
+    from papertrack.models.catalogue import CANDIDATES
+
+    _, data = small
+    n = data.space.n_labels
+    names = ["tfidf-word-logreg", "tfidf-word-cnb", "tfidf-word12-cnb"]
+
+    def fitted(n_jobs):
+        members = [(m, CANDIDATES[m].build(n, 0), w) for m, w in zip(names, [0.5, 0.3, 0.2])]
+        return WeightedEnsemble(members, n, n_jobs=n_jobs).fit(data.texts, data.y)
+
+    alone, side_by_side = fitted(None), fitted(2)
+    np.testing.assert_array_equal(side_by_side.predict_proba(data.texts[:30]), alone.predict_proba(data.texts[:30]))
+    models = {name: model for name, model, _ in pickle.loads(pickle.dumps(side_by_side)).members_}
+    assert models["tfidf-word-logreg"].features_ is models["tfidf-word-cnb"].features_  # one copy in the pickle
+    assert models["tfidf-word12-cnb"].features_ is not models["tfidf-word-cnb"].features_
+
+
 def test_zero_weight_members_are_not_fitted(small):
     from papertrack.models.catalogue import CANDIDATES
 
