@@ -96,9 +96,27 @@ def train(
 
     if result.decision is not None:
         tag_version(store.open(), result.decision.version, fingerprint)
+        _remember_champion(store.open())
     print_results(console, result)
     print_runs_link(console, result.tracking_uri, result.experiment_id, RUNS_VIEW_KEY)
     _print_size(console, store.open())
+
+
+def _remember_champion(opened) -> None:
+    """What the registry now answers for ``champion``, kept for the commands that only read (label, serve, …: see
+    papertrack.registry_cache), so the first of them after a train starts without MLflow too."""
+    from papertrack import registry_cache, store
+    from papertrack.models.loading import pin, stored_at
+
+    before = registry_cache.state(opened)  # after the sweep's last write
+    if before is None:
+        return
+    with store.using(opened):
+        pinned = pin(f"models:/{settings.MODEL_NAME}@{settings.CHAMPION}")
+        folder = Path(stored_at(pinned.uri))  # a local artifact store's own folder (else not kept)
+    registry_cache.remember_pinned(
+        opened, registry_cache.key(settings.MODEL_NAME, settings.CHAMPION), pinned, folder, before
+    )
 
 
 def _print_size(console, opened) -> None:

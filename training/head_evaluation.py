@@ -62,6 +62,9 @@ class ProgressOnly(Listener):
     def fold_done(self, candidate: Candidate) -> None:
         self.listener.fold_done(candidate)
 
+    def phase(self, description: str) -> None:
+        self.listener.phase(description)
+
 
 class Merging(ProgressOnly):
     """The default taxonomy's listener: each finished candidate gets the other taxonomies' figures first."""

@@ -225,6 +225,10 @@ def evaluate_all(
         config.n_jobs,
         extra,
     )
+    listener.phase(
+        f"in each venue's own names: {', '.join(head.name for head in heads)} (next year's papers, and k-folds over "
+        "their own papers with the older ones on every training side)…"
+    )
     shared = SharedMembers(data, extra_rows, {r.candidate.name: r for r in main})
     # the heads side by side (a thread each): their fits share the worker processes, so one head's small batches
     # and serial steps (ensemble weights, layers) fill the workers another leaves idle; each result is the same

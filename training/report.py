@@ -113,6 +113,9 @@ class SweepReport(Listener):
                 f"{elapsed // 60}:{elapsed % 60:02d} elapsed"
             )
 
+    def phase(self, description: str) -> None:
+        self.line(escape(description))
+
     def candidate_done(self, result: CandidateResult) -> None:
         self.line(candidate_line(result.candidate.name, result.metrics))
         if result.candidate.is_ensemble:

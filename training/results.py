@@ -90,6 +90,8 @@ class Listener:
 
     def fold_done(self, candidate: Candidate) -> None: ...
 
+    def phase(self, description: str) -> None: ...  # a stretch of work with no candidate's progress of its own
+
     def candidate_done(self, result: CandidateResult) -> None: ...
 
 

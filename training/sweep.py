@@ -77,6 +77,10 @@ class _Both(Listener):
         for listener in self.listeners:
             listener.candidate_done(result)
 
+    def phase(self, description: str) -> None:
+        for listener in self.listeners:
+            listener.phase(description)
+
 
 def run_sweep(config: SweepConfig, store: Store | Callable[[], Store], console: Console | None = None) -> SweepResult:
     """Run the sweep ``config`` describes, logged and registered in ``store`` (:func:`papertrack.store.open`, with

@@ -289,6 +289,12 @@ def test_train_and_label_are_quiet_and_report_a_subarea_typo(labeled_subset, tmp
     assert "warning: label 'Theory · Learning Theroy'" in output
     assert "did you mean 'Theory · Learning Theory'?" in output
     assert not [n for n in NOISE if n in output], output
+    from papertrack import registry_cache
+    from papertrack import store as mlstore
+
+    # train kept what the registry answers for the champion: the first label after it starts without MLflow
+    cached = registry_cache.lookup(mlstore.open(create=False, home=tmp_path / "home"), "papertrack", "champion")
+    assert cached is not None and cached.version == "1"
 
     dump = tmp_path / "dump.jsonl"
     dump.write_text(json.dumps({"abstract": typo["abstract"]}) + "\n", encoding="utf-8")

@@ -193,12 +193,14 @@ def test_sweep_on_three_sources_chooses_on_the_latest_year_and_reports_renames(l
 
 
 @pytest.mark.slow
-def test_budget_leaves_a_costly_candidate_out_by_default_and_lets_it_win_when_named(
-    labeled_subset, tmp_path, monkeypatch
-):
+def test_budget_leaves_a_costly_candidate_out_by_default_and_lets_it_win_when_named(data_dir, tmp_path, monkeypatch):
     from papertrack.models import catalogue
     from papertrack.store import open as open_store
     from papertrack.training.sweep import SweepConfig, run_sweep
+    from tests.conftest import THREE_SOURCES, sources_subset
+
+    # two records per label and source: the slow candidate sleeps for every abstract it answers
+    labeled_subset = sources_subset(data_dir, tmp_path / "subset.jsonl", 2, THREE_SOURCES)
 
     good = _slow(catalogue.CANDIDATES["tfidf-word-logreg"], expected_ms=50.0)
     weak = catalogue.CANDIDATES["majority-baseline"]
