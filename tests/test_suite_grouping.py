@@ -10,9 +10,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # a pytest run of its own, on two processes
 def test_each_module_runs_whole_in_one_test_process(tmp_path):
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "conftest.py").write_text(

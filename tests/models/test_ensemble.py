@@ -130,6 +130,7 @@ def test_fitted_ensemble_shares_feature_steps_and_gives_valid_distributions(smal
     np.testing.assert_allclose(proba, expected)
 
 
+@pytest.mark.slow  # worker processes start
 def test_members_fitted_side_by_side_answer_as_fitted_in_one_process_and_share_one_feature_step(small):
     import pickle
 
