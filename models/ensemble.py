@@ -30,14 +30,14 @@ COMBINE_RULES = ("mean", "geometric")
 EPS = 1e-6
 
 
-def normalise_weights(weights: Sequence[float]) -> np.ndarray:
+def normalise_weights(weights: Sequence[float] | np.ndarray) -> np.ndarray:
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim != 1 or len(w) == 0 or np.any(w < 0) or not np.isfinite(w).all() or w.sum() <= 0:
         raise ValueError(f"ensemble weights must be non-negative with a positive sum, got {list(weights)}")
     return w / w.sum()
 
 
-def combine(probas: Sequence[np.ndarray], weights: Sequence[float], rule: str = "mean") -> np.ndarray:
+def combine(probas: Sequence[np.ndarray], weights: Sequence[float] | np.ndarray, rule: str = "mean") -> np.ndarray:
     """Combine member probability matrices (each (n, n_labels)) into one (n, n_labels) distribution.
 
     ``mean``: the weighted arithmetic mean (a mixture). ``geometric``: the weighted geometric mean,
@@ -48,14 +48,25 @@ def combine(probas: Sequence[np.ndarray], weights: Sequence[float], rule: str = 
     if len(probas) != len(w):
         raise ValueError(f"{len(probas)} probability matrices but {len(w)} weights")
     if rule == "mean":
-        out = sum(wi * p for wi, p in zip(w, probas) if wi > 0)
-    elif rule == "geometric":
-        logp = sum(wi * np.log(np.clip(p, EPS, 1.0)) for wi, p in zip(w, probas) if wi > 0)
-        logp = logp - logp.max(axis=1, keepdims=True)
-        out = np.exp(logp)
-    else:
-        raise ValueError(f"unknown combination rule {rule!r}; known: {', '.join(COMBINE_RULES)}")
-    out = np.asarray(out, dtype=np.float64)
+        out = np.asarray(sum(wi * p for wi, p in zip(w, probas) if wi > 0), dtype=np.float64)
+        return out / out.sum(axis=1, keepdims=True)
+    if rule == "geometric":
+        return combine_logs([floored_log(p) if wi > 0 else p for wi, p in zip(w, probas)], weights)
+    raise ValueError(f"unknown combination rule {rule!r}; known: {', '.join(COMBINE_RULES)}")
+
+
+def floored_log(proba: np.ndarray) -> np.ndarray:
+    """A member's probabilities as the geometric rule reads them: floored at ``EPS``, then their log."""
+    return np.log(np.clip(proba, EPS, 1.0))
+
+
+def combine_logs(logs: Sequence[np.ndarray], weights: Sequence[float] | np.ndarray) -> np.ndarray:
+    """The geometric rule of :func:`combine` from the members' :func:`floored_log` matrices (computed once when
+    many weightings of the same members are tried: the ensemble weight search)."""
+    w = normalise_weights(weights)
+    logp = sum(wi * lp for wi, lp in zip(w, logs) if wi > 0)
+    logp = logp - logp.max(axis=1, keepdims=True)
+    out = np.asarray(np.exp(logp), dtype=np.float64)
     return out / out.sum(axis=1, keepdims=True)
 
 

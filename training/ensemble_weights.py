@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from papertrack.models.ensemble import combine
+from papertrack.models.ensemble import combine, combine_logs, floored_log
 from papertrack.training.scoring import log_loss, macro_f1, top_k_accuracy
 
 OBJECTIVES = ("top3+f1", "log_loss")
@@ -49,12 +49,13 @@ def select_weights(
         raise ValueError("an ensemble needs at least one member")
     counts = np.zeros(m)
     counts[int(np.argmax([score(p, y, objective) for p in probas]))] = 1
+    logs = [floored_log(p) for p in probas] if rule == "geometric" else None  # once, not once per trial
     for _ in range(steps - 1):
         best, best_score = None, -np.inf
         for j in range(m):
             trial = counts.copy()
             trial[j] += 1
-            s = score(combine(probas, trial, rule), y, objective)
+            s = score(combine_logs(logs, trial) if logs else combine(probas, trial, rule), y, objective)
             if s > best_score + 1e-12:
                 best, best_score = j, s
         counts[best] += 1
