@@ -111,9 +111,14 @@ def _remember_champion(opened) -> None:
     before = registry_cache.state(opened)  # after the sweep's last write
     if before is None:
         return
-    with store.using(opened):
-        pinned = pin(f"models:/{settings.MODEL_NAME}@{settings.CHAMPION}")
-        folder = Path(stored_at(pinned.uri))  # a local artifact store's own folder (else not kept)
+    from mlflow.exceptions import MlflowException
+
+    try:  # best effort, as every write of the cache: the next read command asks MLflow instead
+        with store.using(opened):
+            pinned = pin(f"models:/{settings.MODEL_NAME}@{settings.CHAMPION}")
+            folder = Path(stored_at(pinned.uri))  # a local artifact store's own folder (else not kept)
+    except (MlflowException, OSError):
+        return
     registry_cache.remember_pinned(
         opened, registry_cache.key(settings.MODEL_NAME, settings.CHAMPION), pinned, folder, before
     )
