@@ -23,18 +23,29 @@ COVERAGE_TOLERANCE = 0.02  # the empirical coverage should be within this of the
 
 
 def attach(
-    predictor, held_out_proba: np.ndarray, held_out_y: np.ndarray, data: TrainingSet, source: str = "out-of-fold"
+    predictor,
+    held_out_proba: np.ndarray,
+    held_out_y: np.ndarray,
+    data: TrainingSet,
+    source: str = "out-of-fold",
+    neighbors: NeighborIndex | None = None,
 ):
     """Calibrate ``predictor`` on ``held_out_proba`` (true labels ``held_out_y``; ``source`` names them:
-    "temporal holdout", "shift holdout" or "out-of-fold") and give it the neighbour index of ``data``.
-    Returns the calibration (:func:`log_calibration` logs it, :func:`describe` says it in one line)."""
+    "temporal holdout", "shift holdout" or "out-of-fold") and give it the neighbour index of ``data`` (``neighbors``
+    when it was built already: :func:`neighbor_index`). Returns the calibration (:func:`log_calibration` logs it,
+    :func:`describe` says it in one line)."""
     confidence = calibrate(held_out_proba, held_out_y, source=source)
     predictor.confidence = confidence
+    predictor.neighbors = neighbors if neighbors is not None else neighbor_index(data)
+    return confidence
+
+
+def neighbor_index(data: TrainingSet) -> NeighborIndex:
+    """The neighbour index of ``data``'s papers (it reads their texts and labels only)."""
     records = data.records
-    predictor.neighbors = NeighborIndex.build(
+    return NeighborIndex.build(
         [r.abstract for r in records], [r.id for r in records], [r.title for r in records], data.labels
     )
-    return confidence
 
 
 def log_calibration(run, confidence, held_out_proba: np.ndarray, held_out_y: np.ndarray, taxonomy: str = "") -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -319,15 +319,30 @@ def refit(
         known = (result.cv.oof_proba[native], head.data.y[native], "new-names-known")
         job = (result, head.data, seed, use_title, known, native, result.native_share)
         (layered if result.layers else jobs).append(job)
-    if n_jobs > 1 and len(jobs) > 1:
-        from joblib import Parallel, delayed
+    # the neighbour indexes read the texts only: one thread builds them while the members are fitted (a worker is
+    # idle once the quicker members are done) instead of one after another at the end
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="neighbours") as indexing:
+        inline = len(jobs) == 1 or n_jobs <= 1
+        ahead = [job[1] for job in jobs] if inline else []
+        indexes = {
+            id(d): indexing.submit(artifact_extras.neighbor_index, d) for d in [*ahead, *(j[1] for j in layered)]
+        }
+        if not inline:
+            from joblib import Parallel, delayed
 
-        done = Parallel(n_jobs=min(n_jobs, len(jobs)))(delayed(_refit_one)(*job) for job in jobs)
-    else:  # one job (every head on the main taxonomy's members): an ensemble fits its members side by side
-        done = [_refit_one(*job, n_jobs=n_jobs) for job in jobs]
-    main = done[0]
-    base = main.predictor.classifier
-    done += [_refit_one(*job, _layered_head(job[0], job[1], winner, base, data, seed)) for job in layered]
+            done = Parallel(n_jobs=min(n_jobs, len(jobs)))(delayed(_refit_one)(*job) for job in jobs)
+        else:  # one job (every head on the main taxonomy's members): an ensemble fits its members side by side
+            done = [_refit_one(*job, n_jobs=n_jobs, neighbors=indexes[id(job[1])]) for job in jobs]
+        main = done[0]
+        base = main.predictor.classifier
+        done += [
+            _refit_one(
+                *job,
+                _layered_head(job[0], job[1], winner, base, data, seed),
+                neighbors=indexes[id(job[1])],
+            )
+            for job in layered
+        ]
     main.predictor.taxonomy = data.taxonomy
     main.predictor.sources = tuple(dict.fromkeys(data.sources.tolist())) if data.taxonomy else ()
     by_result = {id(other.result): other for other in done[1:]}
@@ -367,6 +382,7 @@ def _refit_one(
     native_share: float = 0.0,
     classifier=None,
     n_jobs: int = 1,
+    neighbors: Future | None = None,  # the neighbour index being built (refit's thread), read once it is needed
 ) -> Refit:
     if classifier is None:  # else: a head on the main taxonomy's fitted members (training.head_layer)
         classifier = winner.candidate.build(data.space.n_labels, seed)
@@ -391,7 +407,8 @@ def _refit_one(
     predictor = TrackPredictor(classifier, data.space, card, use_title=use_title)
     # confidence calibration + neighbour index (issue 11)
     proba, y, source = held_out or (winner.selection_proba, winner.selection_y, winner.selection)
-    confidence = artifact_extras.attach(predictor, proba, y, data, source)
+    index = neighbors.result() if neighbors is not None else None
+    confidence = artifact_extras.attach(predictor, proba, y, data, source, index)
     # drift reports: "unsure" is "not confident" (the answers' confident flag), for the dump and the holdout
     rows = np.arange(len(data.y)) if profiled is None else profiled  # rows with out-of-fold answers
     predictor.training_profile = build_profile(
