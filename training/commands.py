@@ -94,12 +94,13 @@ def train(
     from papertrack.training.report import print_results
     from papertrack.training.runs_link import RUNS_VIEW_KEY, print_runs_link
 
+    opened = store.open()  # once for what follows the sweep
     if result.decision is not None:
-        tag_version(store.open(), result.decision.version, fingerprint)
-        _remember_champion(store.open())
+        tag_version(opened, result.decision.version, fingerprint)
+        _remember_champion(opened)
     print_results(console, result)
     print_runs_link(console, result.tracking_uri, result.experiment_id, RUNS_VIEW_KEY)
-    _print_size(console, store.open())
+    _print_size(console, opened)
 
 
 def _remember_champion(opened) -> None:
