@@ -21,7 +21,7 @@ from papertrack.models.candidates import Candidate
 from papertrack.store import Store, using
 from papertrack.training import artifact_extras
 from papertrack.training.data import TrainingSet
-from papertrack.training.pipeline import Refit
+from papertrack.training.refit import Refit
 from papertrack.training.results import CandidateResult
 from papertrack.training.run_log import RunLog, open_experiment
 from papertrack.training.taxonomies import taxonomy_slug

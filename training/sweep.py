@@ -18,6 +18,7 @@ from papertrack import registry
 from papertrack.registry import rank_key
 from papertrack.store import Store
 from papertrack.training import artifact_extras, pipeline
+from papertrack.training import refit as refitting
 from papertrack.training.champion import ChampionChoice
 from papertrack.training.config import DEFAULT_BUDGET_MS, SweepConfig
 from papertrack.training.planning import plan_candidates, plan_holdouts, within_budget
@@ -138,7 +139,7 @@ def run_sweep(config: SweepConfig, store: Store | Callable[[], Store], console: 
         logger.choice(result)
         report.choice(result, len(records))
         refit_started = time.perf_counter()
-        refit = pipeline.refit(
+        refit = refitting.refit(
             result.winner, data, config.seed, config.use_title, prepared.heads.heads[1:], config.n_jobs
         )
         for name, one in [(data.taxonomy, refit), *refit.heads.items()]:

@@ -27,8 +27,9 @@ from papertrack.training.champion import promotion
 from papertrack.training.config import SweepConfig
 from papertrack.training.data import TrainingSet, labels_by_year
 from papertrack.training.model_logging import log_model
-from papertrack.training.pipeline import Embedded, Prepared, Refit, contender
+from papertrack.training.pipeline import Embedded, Prepared, contender
 from papertrack.training.planning import CandidatePlan, Holdouts
+from papertrack.training.refit import Refit
 from papertrack.training.results import CandidateResult, Listener
 from papertrack.training.run_log import (
     RunLog,

@@ -200,7 +200,7 @@ def test_each_embedding_family_trains_logs_and_predicts_through_the_pyfunc(embed
     from papertrack import store as mlstore
     from papertrack.models.loading import load_predictor
     from papertrack.training.model_logging import log_model
-    from papertrack.training.pipeline import refit
+    from papertrack.training.refit import refit
 
     result, training = embedding_sweep["result"], embedding_sweep["training"]
     (candidate_result,) = [r for r in result.results if r.candidate.name == name]

@@ -173,7 +173,7 @@ def test_tfidf_only_ensemble_sweeps_logs_and_predicts_through_the_pyfunc(small, 
     from papertrack import store as mlstore
     from papertrack.models.loading import load_predictor
     from papertrack.training.model_logging import log_model
-    from papertrack.training.pipeline import refit
+    from papertrack.training.refit import refit
     from papertrack.training.sweep import SweepConfig, run_sweep
 
     path, data = small

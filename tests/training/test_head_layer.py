@@ -15,6 +15,7 @@ from papertrack.models.catalogue import CANDIDATES, ensemble_candidate
 from papertrack.models.layered_head import LayeredHead, NameLayer
 from papertrack.models.native_mixture import NativeMixture
 from papertrack.training import pipeline, taxonomies
+from papertrack.training import refit as refitting
 from papertrack.training.config import SweepConfig
 from papertrack.training.cv import known_names_split
 from papertrack.training.data import TrainingSet, temporal_direction
@@ -115,7 +116,7 @@ def test_the_refit_head_is_the_main_members_through_its_layers(swept):
     heads, results = swept
     main, head = heads.heads
     winner = results[ENSEMBLE.name]
-    refit = pipeline.refit(winner, main.data, 0, False, [head])
+    refit = refitting.refit(winner, main.data, 0, False, [head])
     predictor = refit.predictor.heads[head.name]
     mixture = predictor.classifier
     assert isinstance(mixture, NativeMixture) and isinstance(mixture.base, LayeredHead)

@@ -11,6 +11,7 @@ from papertrack.features.crosswalk import read_crosswalk
 from papertrack.models.catalogue import CANDIDATES
 from papertrack.models.native_mixture import NativeMixture, mix
 from papertrack.training import head_evaluation, native_mixture, pipeline, taxonomies
+from papertrack.training import refit as refitting
 from papertrack.training.config import SweepConfig
 from papertrack.training.cv import known_names_split
 from papertrack.training.data import temporal_direction
@@ -122,7 +123,7 @@ def test_the_refit_head_answers_with_the_mixture_and_the_default_taxonomy_withou
     config = SweepConfig(candidate_names=["tfidf-word-cnb"], folds=3, seed=0, register=False)
     holdouts = Holdouts(None, [], "out-of-fold")
     (winner,) = pipeline.evaluate_all([CANDIDATES["tfidf-word-cnb"]], main.data, holdouts, config, None, [head])
-    refit = pipeline.refit(winner, main.data, 0, False, [head])
+    refit = refitting.refit(winner, main.data, 0, False, [head])
     assert not isinstance(refit.predictor.classifier, NativeMixture)
     predictor = refit.predictor.heads[head.name]
     classifier = predictor.classifier
