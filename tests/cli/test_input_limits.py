@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, input_limits, iter_records
-from tests.serving.test_hostile_label import ABSTRACT, error_lines, label
+from tests.serving.label_cli import ABSTRACT, error_lines, label
 
 
 def gz_of_one_line(path: Path, head: bytes, filler: bytes, size: int, tail: bytes) -> Path:
@@ -388,7 +388,7 @@ def test_a_read_only_home_is_one_error_line(tmp_path):
 def test_resume_refuses_an_input_replaced_by_one_of_the_same_size_and_time(tmp_path, fake_model, monkeypatch):
     import os
 
-    from tests.serving.test_hostile_label import interrupted_run
+    from tests.serving.label_cli import interrupted_run
 
     source, out = interrupted_run(tmp_path, monkeypatch)
     stat = source.stat()
@@ -408,7 +408,7 @@ def test_resume_refuses_an_input_replaced_by_one_of_the_same_size_and_time(tmp_p
 def test_a_chunk_ends_once_its_records_hold_too_much_text(tmp_path, monkeypatch):
     """2,000 records of up to 1 MiB each (over-long abstracts, all rejected) were held at once: ~2 GiB."""
     import papertrack.serving.batch.labeler.run as run
-    from tests.serving.test_hostile_label import FakeBackend
+    from tests.conftest import FakeBackend
 
     sizes = []
     real_label = FakeBackend.label

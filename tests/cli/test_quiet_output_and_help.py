@@ -139,7 +139,7 @@ def _fake_backend_with_index():
     from types import SimpleNamespace
 
     from papertrack.models.neighbors import NeighborIndex
-    from tests.serving.test_hostile_label import FakeBackend
+    from tests.conftest import FakeBackend
 
     index = NeighborIndex.build(TRAINED_ON, ["t1", "t2"], [None, None], ["Theory", "Deep Learning"])
 
