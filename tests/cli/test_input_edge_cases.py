@@ -20,7 +20,7 @@ import pytest
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, iter_records
 from tests import hostile_corpus
-from tests.cli.test_input_limits import read_in_child
+from tests.cli.peak_memory import read_in_child
 from tests.serving.label_cli import dump, error_lines, flat, label
 
 REPO = Path(__file__).resolve().parents[2]

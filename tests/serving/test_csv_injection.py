@@ -1,10 +1,12 @@
-"""CSV injection: no cell of `label`'s CSV output (ids, titles, labels) starts a spreadsheet formula."""
+"""CSV injection: no cell of the CSV `label` writes (ids, titles, labels) or of `suggest`'s picks starts a
+spreadsheet formula."""
 
 from __future__ import annotations
 
 import csv
 import json
 
+from papertrack.features.ingest import Record
 from tests.serving.label_cli import ABSTRACT, label
 
 
@@ -51,3 +53,23 @@ def test_a_label_starting_with_a_formula_character_is_safe_in_the_csv(tmp_path, 
     with open(tmp_path / "l.csv", newline="", encoding="utf-8") as f:
         (row,) = list(csv.DictReader(f))
     assert row["label"].startswith("'="), (row, result.output)
+
+
+def test_suggest_csv_cells_cannot_start_a_formula():
+    """`suggest -o picks.csv` wrote ids, titles and abstracts starting with =, +, -, @ as they were."""
+    import csv
+    import io
+
+    from papertrack.serving.batch.suggest import Suggestion, render
+
+    record = Record(
+        id="=HYPERLINK(1)", abstract="-2+3 is the abstract", title="@title", label=None, area=None, subarea=None,
+        source="d.csv", line=2, authors="+author",
+    )  # fmt: skip
+    tracks = [{"label": "Theory", "probability": 0.5}]
+    text = render([Suggestion(record, 1, 0.5, tracks)], "csv", strategy="diverse", model="m", name="picks.csv")
+    (row,) = csv.DictReader(io.StringIO(text))
+    assert (row["id"], row["title"], row["authors"], row["abstract"]) == (
+        "'=HYPERLINK(1)", "'@title", "'+author", "'-2+3 is the abstract"
+    )  # fmt: skip
+    assert row["label"] == "Theory" and row["rank"] == "1"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from papertrack.features.ingest import BadRecord, Record, iter_records
-from tests.serving.label_cli import PAPERTRACK, RecordBackend, flat, mixed_dump, read_jsonl, run_cli
+from tests.serving.label_cli import PAPERTRACK, RecordBackend, flat, label, mixed_dump, read_jsonl, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -348,3 +348,19 @@ def test_resume_refuses_a_changed_input_or_options(subset_dump, fake_model, tmp_
 def test_resume_with_nothing_to_resume_starts_over(dump, tmp_path):
     result = run_cli(str(dump), "-o", str(tmp_path / "n.jsonl"), "--resume")
     assert result.exit_code == 3 and "nothing to resume" in flat(result.output)
+
+
+def test_resume_refuses_an_input_replaced_by_one_of_the_same_size_and_time(tmp_path, fake_model, monkeypatch):
+    import os
+
+    from tests.serving.label_cli import interrupted_run
+
+    source, out = interrupted_run(tmp_path, monkeypatch)
+    stat = source.stat()
+    data = source.read_bytes()
+    source.write_bytes(data.replace(b'"p0"', b'"q0"'))  # same size, other content
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert source.stat().st_size == stat.st_size and source.stat().st_mtime_ns == stat.st_mtime_ns
+    result = label(str(source), "-o", str(out), "--chunk-size", "5", "--resume")
+    assert result.exit_code == 2, result.output
+    assert "input files (paths, sizes, times or contents) changed" in " ".join(result.output.split())
