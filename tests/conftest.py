@@ -45,7 +45,7 @@ FAST_CANDIDATES = ["tfidf-word-cnb", "tfidf-word-svm"]
 
 # fixtures that cost more than the fast suite's ~2 s per test (measured with --durations): the sweep trained once per
 # session (~1 minute) and what depends on it (the BentoML import, the service in process and over HTTP);
-# `registered` (test_artifact_integrity.py) logs a model into a fresh store; `minilm` (test_embeddings.py) loads the
+# `registered` (tests/models/conftest.py) logs a model into a fresh store; `minilm` (test_embeddings.py) loads the
 # packaged MiniLM; `registered_store` (test_missing_model_and_csv_columns.py) trains and registers two versions
 # (4.5 s). A test that is slow by itself is marked where it is written (@pytest.mark.slow, pytestmark).
 SLOW_FIXTURES = frozenset(

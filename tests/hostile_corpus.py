@@ -1,5 +1,5 @@
 """Write the hostile-input corpus: one file per case of what broke papertrack's readers and writers (issue 19),
-generated (nothing binary in the repository) and reusable by hand or by ``tests/cli/test_hostile_corpus.py``.
+generated (nothing binary in the repository) and reusable by hand or by ``tests/cli/test_hostile_corpus_*.py``.
 
     .venv/bin/python tests/hostile_corpus.py DIR [--bomb-line-mib 64] [--bomb-total-mib 160]
 

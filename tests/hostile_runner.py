@@ -1,6 +1,6 @@
 """Run papertrack CLI commands one after the other in this one process and measure each: exit code, output,
-uncaught exception, seconds and peak memory. ``tests/cli/test_hostile_corpus.py`` starts it as a child process, so
-the imports and the model load are paid once, not per case.
+uncaught exception, seconds and peak memory. ``tests/cli/test_hostile_corpus_label_suggest_train.py`` starts it as
+a child process, so the imports and the model load are paid once, not per case.
 
     python -m tests.hostile_runner JOBS.json RESULTS.jsonl
 

@@ -10,7 +10,8 @@ from importlib import metadata
 import pytest
 from typer.testing import CliRunner
 
-from tests.serving.test_hostile_label import ABSTRACT, FakeBackend, NoModel, flat
+from tests.conftest import FakeBackend
+from tests.serving.label_cli import ABSTRACT, NoModel, flat
 
 
 @pytest.fixture()

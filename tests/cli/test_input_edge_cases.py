@@ -20,8 +20,8 @@ import pytest
 
 from papertrack.features.ingest import BadRecord, IngestError, Record, iter_records
 from tests import hostile_corpus
-from tests.cli.test_input_limits import read_in_child
-from tests.serving.test_hostile_label import dump, error_lines, flat, label
+from tests.cli.peak_memory import read_in_child
+from tests.serving.label_cli import dump, error_lines, flat, label
 
 REPO = Path(__file__).resolve().parents[2]
 PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
@@ -175,7 +175,7 @@ def test_a_fifo_output_is_refused_not_replaced(tmp_path, no_model, option):
 @pytest.fixture()
 def no_model(monkeypatch):
     import papertrack.serving.batch.labeler as labeler
-    from tests.serving.test_hostile_label import NoModel
+    from tests.serving.label_cli import NoModel
 
     monkeypatch.setattr(labeler, "LocalBackend", NoModel)
 

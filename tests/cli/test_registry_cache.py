@@ -14,7 +14,7 @@ import pytest
 
 from papertrack import registry_cache
 from papertrack.serving.model_loader import load_model
-from tests.models.test_artifact_integrity import ABSTRACT, _plant, flat, flip_a_byte, label, register
+from tests.models.model_artifacts import ABSTRACT, _plant, flat, flip_a_byte, label, register
 from tests.synthetic_corpus import fitted_predictor
 
 NOBODY = 65534

@@ -1,7 +1,7 @@
 """Hostile and odd HTTP input (issue 19) and `papertrack serve` on a busy port (issue 20): every answer is a JSON
 error with the service's shape, never a 500 or a traceback; the pages carry browser-safety headers.
 
-In-process through the service's real ASGI app (the ``client`` fixture of test_service); the busy-port test
+In-process through the service's real ASGI app (conftest's ``client`` fixture); the busy-port test
 runs the CLI as a subprocess against a socket this test holds (closed at the end)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.serving.test_service import ABSTRACTS
+from tests.serving.abstracts import ABSTRACTS
 
 PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
 

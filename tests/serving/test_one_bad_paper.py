@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.serving.test_service import ABSTRACTS
+from tests.serving.abstracts import ABSTRACTS
 
 pytestmark = pytest.mark.slow  # the session's trained champion
 

@@ -35,8 +35,8 @@ from tests.reverse_proxy import (
     read_all,
     read_answer,
 )
+from tests.serving.abstracts import ABSTRACTS
 from tests.serving.test_http_hardening import assert_error_shape  # the service's 4xx shape
-from tests.serving.test_service import ABSTRACTS
 
 pytestmark = pytest.mark.skipif(
     NGINX is None, reason="nginx is not installed: apt-get install -y nginx-light (.ci/run installs it)"

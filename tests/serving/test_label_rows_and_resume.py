@@ -1,6 +1,6 @@
-"""Batch labeling: one row per input record in input order, ids kept, errors file, counts that add up,
-JSONL and CSV output, every input format, streaming, and --resume after a crash or a kill -9 giving the
-same bytes as a clean run."""
+"""Batch labeling with `papertrack label`: one row per input record in input order, ids kept, an errors file,
+counts that add up, JSONL and CSV output, every input format, streaming in chunks, and --resume after a crash or
+a kill -9 giving the same bytes as a clean run (and refusing a changed input)."""
 
 from __future__ import annotations
 
@@ -10,17 +10,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from papertrack.features.ingest import BadRecord, Record, iter_records
-from tests.conftest import FakeBackend
-
-PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
+from tests.serving.label_cli import PAPERTRACK, RecordBackend, flat, label, mixed_dump, read_jsonl, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -31,64 +27,9 @@ def backend(trained):
 
 
 @pytest.fixture(scope="module")
-def dump(trained, tmp_path_factory) -> Path:
-    """300 labeled records of the trained subset with bad lines, a record without id and a blank line mixed in."""
-    return mixed_dump(Path(trained["data"]), tmp_path_factory.mktemp("dumps") / "mixed.jsonl")
-
-
-@pytest.fixture(scope="module")
 def subset_dump(labeled_subset, tmp_path_factory) -> Path:
     """The same mixed dump, built without training anything (for the tests on a fake model)."""
     return mixed_dump(labeled_subset, tmp_path_factory.mktemp("subset-dumps") / "mixed.jsonl")
-
-
-class RecordBackend(FakeBackend):
-    """A fake model whose ranking depends on the record (the abstract's length picks one of three orders), so a
-    row written against the wrong record shows."""
-
-    def label(self, records, k):
-        answers = super().label(records, k)
-        for record, answer in zip(records, answers):
-            turn = len(record.abstract) % 3
-            answer["tracks"] = (answer["tracks"][turn:] + answer["tracks"][:turn])[:k]
-        return answers
-
-
-def mixed_dump(source: Path, path: Path) -> Path:
-    """300 labeled records of ``source`` with bad lines, a record without id and a blank line mixed in."""
-    lines = source.read_text(encoding="utf-8").splitlines()[:300]
-    extra = {
-        3: "{not valid json",
-        10: json.dumps({"id": "empty-1", "abstract": "   ", "label": "Deep Learning"}),
-        20: json.dumps(["an", "array"]),
-        30: json.dumps({"id": "num-1", "abstract": 42}),
-        40: json.dumps(
-            {
-                "abstract": "A record without an id about graph neural networks and message passing.",
-                "title": "No id here",
-            }
-        ),
-        50: "",
-        60: json.dumps({"id": "bad-label", "abstract": "Some abstract.", "label": "A · B · C"}),
-    }
-    for position in sorted(extra, reverse=True):
-        lines.insert(position, extra[position])
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def run_cli(*args: str):
-    from papertrack.cli import app
-
-    return CliRunner().invoke(app, ["label", *args, "--no-progress"])
-
-
-def flat(text: str) -> str:
-    return " ".join(text.split())
 
 
 def test_jsonl_one_row_per_record_in_order_with_errors(dump, tmp_path, backend):
@@ -239,6 +180,64 @@ def test_labeling_streams_in_chunks(backend, tmp_path, monkeypatch):
     assert sizes == [100] * 10 and max(ahead) == 0
 
 
+def test_duplicate_ids_are_counted_and_warned(tmp_path, backend):
+    path = tmp_path / "dups.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"p{i % 4}", "abstract": f"abstract {i} about graph kernels"}) + "\n" for i in range(10)
+        ),
+        encoding="utf-8",
+    )
+    result = run_cli(str(path), "-o", str(tmp_path / "d.jsonl"), "--chunk-size", "3")
+    assert result.exit_code == 0
+    assert "warning: 6 records have the id of an earlier record" in flat(result.output)
+    assert len(read_jsonl(tmp_path / "d.jsonl")) == 10
+
+
+def test_over_long_abstract_is_an_error_row_locally_as_over_http(tmp_path, backend):
+    from papertrack.serving.batch import labeler
+
+    path = tmp_path / "long.jsonl"
+    path.write_text(
+        json.dumps({"id": "long", "abstract": "graph " * 4000})
+        + "\n"
+        + json.dumps({"id": "ok", "abstract": "a graph neural network paper"})
+        + "\n",
+        encoding="utf-8",
+    )
+    result = labeler.label_dumps([path], tmp_path / "l.jsonl", backend)
+    assert (result.counters.rows, result.counters.errors) == (1, 1)
+    (error,) = read_jsonl(tmp_path / "l.errors.jsonl")
+    assert error["id"] == "long" and error["kind"] == "rejected" and "at most 20,000" in error["reason"]
+
+
+def test_error_rows_carry_the_id_and_number_an_answered_row_would(tmp_path, backend):
+    """An OpenReview note that cannot be labeled keeps its ``number`` (to join the rows back), as a labeled one."""
+    from papertrack.serving.batch import labeler
+
+    path = tmp_path / "notes.jsonl"
+    notes = [
+        {"id": "a1", "number": 17, "abstract": "a graph neural network paper"},
+        {"id": "b2", "number": 18, "abstract": ""},
+        {"id": "c3", "number": 19, "abstract": "graph " * 4000},
+        {"id": "d4", "number": 20},
+    ]
+    path.write_text("".join(json.dumps(note) + "\n" for note in notes), encoding="utf-8")
+    result = labeler.label_dumps([path], tmp_path / "l.jsonl", backend)
+    assert (result.counters.rows, result.counters.errors) == (1, 3)
+    (row,) = read_jsonl(tmp_path / "l.jsonl")
+    assert (row["id"], row["number"]) == ("a1", 17)
+    errors = read_jsonl(tmp_path / "l.errors.jsonl")
+    assert [(e["id"], e["number"], e["kind"]) for e in errors] == [
+        ("b2", 18, "empty"),
+        ("c3", 19, "rejected"),
+        ("d4", 20, "invalid"),
+    ]
+
+
+# --------------------------------------------------------------------------- --resume
+
+
 def test_resume_after_a_crash_gives_the_same_bytes(subset_dump, tmp_path, monkeypatch):
     from papertrack.serving.batch import labeler
 
@@ -351,120 +350,17 @@ def test_resume_with_nothing_to_resume_starts_over(dump, tmp_path):
     assert result.exit_code == 3 and "nothing to resume" in flat(result.output)
 
 
-def test_fatal_errors_have_exit_codes_and_messages(dump, tmp_path):
-    result = run_cli(str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "o.jsonl"))
-    assert result.exit_code == 2 and "missing.jsonl: file not found" in flat(result.output)
+def test_resume_refuses_an_input_replaced_by_one_of_the_same_size_and_time(tmp_path, fake_model, monkeypatch):
+    import os
 
-    broken = tmp_path / "broken.jsonl"
-    broken.write_bytes(dump.read_bytes()[:4000].rsplit(b"\n", 1)[0] + b"\n" + b'{"abstract": "caf\xe9"}\n')
-    result = run_cli(str(broken), "-o", str(tmp_path / "b.jsonl"))
-    assert result.exit_code == 2
-    assert "broken.jsonl:" in result.output and "not valid UTF-8" in flat(result.output)
-    assert not (tmp_path / "b.jsonl").exists()
+    from tests.serving.label_cli import interrupted_run
 
-    result = run_cli(str(dump), "-o", str(tmp_path / "o.txt"))
-    assert result.exit_code == 2 and ".jsonl or .csv" in flat(result.output)
-    result = run_cli(str(dump), "-o", str(tmp_path / "o.jsonl"), "-k", "10000")
-    assert result.exit_code == 2 and "--top-k must be between 1 and" in flat(result.output)
-
-
-def test_missing_champion_exit_code(dump, tmp_path):
-    result = run_cli(str(dump), "-o", str(tmp_path / "o.jsonl"), "--model", "models:/papertrack@no-such-alias")
-    assert result.exit_code == 1 and "papertrack train" in flat(result.output)
-    result = run_cli(str(dump), "-o", str(tmp_path / "o.jsonl"), "--url", "http://127.0.0.1:9")
-    assert result.exit_code == 1 and "papertrack serve" in flat(result.output)
-
-
-# --------------------------------------------------------------------------- hostile edges (issue 13)
-
-
-def test_output_or_errors_file_that_is_an_input_is_refused_and_the_input_kept(dump, tmp_path):
-    source = tmp_path / "in.jsonl"
-    source.write_bytes(dump.read_bytes())
-    before = source.read_bytes()
-    result = run_cli(str(source), "-o", str(source))
-    assert result.exit_code == 2 and "would destroy it" in flat(result.output)
-    result = run_cli(str(source), "-o", str(tmp_path / "out.jsonl"), "--errors", str(source))
-    assert result.exit_code == 2 and "errors file" in flat(result.output)
-    link = tmp_path / "link.jsonl"
-    link.symlink_to(source)
-    result = run_cli(str(link), "-o", str(source))
-    assert result.exit_code == 2
-    assert source.read_bytes() == before and not (tmp_path / "out.jsonl").exists()
-
-
-def test_unwritable_output_is_a_clear_error_not_a_traceback(dump, tmp_path):
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a folder")
-    result = run_cli(str(dump), "-o", str(blocker / "out.jsonl"))
-    assert result.exit_code == 2 and "cannot write" in flat(result.output)
-    assert result.exception is None or isinstance(result.exception, SystemExit)
-
-
-def test_early_fatal_error_leaves_no_partial_files_beside_an_older_output(dump, tmp_path):
-    out = tmp_path / "o.jsonl"
-    assert run_cli(str(dump), "-o", str(out)).exit_code == 3
-    older = out.read_bytes()
-    before = sorted(p.name for p in tmp_path.iterdir())  # the output, its errors file and drift report
-    broken = tmp_path / "broken.jsonl"
-    broken.write_bytes(b'{"abstract": "fine enough abstract"}\n{"abstract": "caf\xe9"}\n')
-    result = run_cli(str(broken), "-o", str(out))
-    assert result.exit_code == 2 and "not valid UTF-8" in flat(result.output)
-    assert "from an earlier run and was left unchanged" in flat(result.output)
-    assert out.read_bytes() == older
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*before, "broken.jsonl"])
-
-
-def test_duplicate_ids_are_counted_and_warned(tmp_path, backend):
-    path = tmp_path / "dups.jsonl"
-    path.write_text(
-        "".join(
-            json.dumps({"id": f"p{i % 4}", "abstract": f"abstract {i} about graph kernels"}) + "\n" for i in range(10)
-        ),
-        encoding="utf-8",
-    )
-    result = run_cli(str(path), "-o", str(tmp_path / "d.jsonl"), "--chunk-size", "3")
-    assert result.exit_code == 0
-    assert "warning: 6 records have the id of an earlier record" in flat(result.output)
-    assert len(read_jsonl(tmp_path / "d.jsonl")) == 10
-
-
-def test_over_long_abstract_is_an_error_row_locally_as_over_http(tmp_path, backend):
-    from papertrack.serving.batch import labeler
-
-    path = tmp_path / "long.jsonl"
-    path.write_text(
-        json.dumps({"id": "long", "abstract": "graph " * 4000})
-        + "\n"
-        + json.dumps({"id": "ok", "abstract": "a graph neural network paper"})
-        + "\n",
-        encoding="utf-8",
-    )
-    result = labeler.label_dumps([path], tmp_path / "l.jsonl", backend)
-    assert (result.counters.rows, result.counters.errors) == (1, 1)
-    (error,) = read_jsonl(tmp_path / "l.errors.jsonl")
-    assert error["id"] == "long" and error["kind"] == "rejected" and "at most 20,000" in error["reason"]
-
-
-def test_error_rows_carry_the_id_and_number_an_answered_row_would(tmp_path, backend):
-    """An OpenReview note that cannot be labeled keeps its ``number`` (to join the rows back), as a labeled one."""
-    from papertrack.serving.batch import labeler
-
-    path = tmp_path / "notes.jsonl"
-    notes = [
-        {"id": "a1", "number": 17, "abstract": "a graph neural network paper"},
-        {"id": "b2", "number": 18, "abstract": ""},
-        {"id": "c3", "number": 19, "abstract": "graph " * 4000},
-        {"id": "d4", "number": 20},
-    ]
-    path.write_text("".join(json.dumps(note) + "\n" for note in notes), encoding="utf-8")
-    result = labeler.label_dumps([path], tmp_path / "l.jsonl", backend)
-    assert (result.counters.rows, result.counters.errors) == (1, 3)
-    (row,) = read_jsonl(tmp_path / "l.jsonl")
-    assert (row["id"], row["number"]) == ("a1", 17)
-    errors = read_jsonl(tmp_path / "l.errors.jsonl")
-    assert [(e["id"], e["number"], e["kind"]) for e in errors] == [
-        ("b2", 18, "empty"),
-        ("c3", 19, "rejected"),
-        ("d4", 20, "invalid"),
-    ]
+    source, out = interrupted_run(tmp_path, monkeypatch)
+    stat = source.stat()
+    data = source.read_bytes()
+    source.write_bytes(data.replace(b'"p0"', b'"q0"'))  # same size, other content
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert source.stat().st_size == stat.st_size and source.stat().st_mtime_ns == stat.st_mtime_ns
+    result = label(str(source), "-o", str(out), "--chunk-size", "5", "--resume")
+    assert result.exit_code == 2, result.output
+    assert "input files (paths, sizes, times or contents) changed" in " ".join(result.output.split())
