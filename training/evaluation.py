@@ -273,8 +273,10 @@ def evaluate_ensemble(
     split: Split,
     directions: Sequence[Direction],
     temporal: Direction | None = None,
+    temporal_weights: Sequence[float] | None = None,
 ) -> CandidateResult:
-    """Weights chosen (nested) on the members' OOF matrices — no member is refit."""
+    """Weights chosen (nested) on the members' OOF matrices — no member is refit. ``temporal_weights``: the
+    temporal holdout's weights, given (else chosen on the members' inner folds of its training side)."""
     members = list(candidate.members)
     member_results = [singles[m] for m in members]
     started = time.perf_counter()
@@ -298,7 +300,7 @@ def evaluate_ensemble(
     }
     shift = later = None
     if temporal is not None:
-        later = _shift_ensemble(candidate, member_results, data, [temporal], lambda m: m.temporal)
+        later = _shift_ensemble(candidate, member_results, data, [temporal], lambda m: m.temporal, temporal_weights)
         metrics.update(
             temporal_metrics(later), temporal_fit_seconds=sum(r.metrics["temporal_fit_seconds"] for r in used)
         )
@@ -342,16 +344,21 @@ def _shift_ensemble(
     data: TrainingSet,
     directions: Sequence[Direction],
     holdout=lambda m: m.shift,
+    given: Sequence[float] | None = None,
 ) -> ShiftResult:
-    """Per direction: weights chosen on the members' training-side inner OOF probabilities, applied
-    to the members' held-out probabilities (from models fitted on the training side). ``holdout`` picks
+    """Per direction: weights chosen on the members' training-side inner OOF probabilities (or the ``given`` ones),
+    applied to the members' held-out probabilities (from models fitted on the training side). ``holdout`` picks
     the members' result of the same directions (``m.shift`` or ``m.temporal``)."""
     spec = candidate.ensemble
     proba = np.zeros((len(data.y), data.space.n_labels))
     per_direction, weights = {}, {}
     for d in directions:
-        w = select_weights(
-            [holdout(m).inner_oof[d.name] for m in members], data.y[d.train], spec.rule, spec.steps, spec.objective
+        w = (
+            np.asarray(given, dtype=np.float64)
+            if given is not None
+            else select_weights(
+                [holdout(m).inner_oof[d.name] for m in members], data.y[d.train], spec.rule, spec.steps, spec.objective
+            )
         )
         proba[d.test] = combine([holdout(m).proba[d.test] for m in members], w, spec.rule)
         per_direction[d.name], weights[d.name] = _direction_metrics(proba[d.test], data.y[d.test], data), list(w)

@@ -1,7 +1,8 @@
 """The sweep as a pure pipeline: labeled files -> training set -> evaluations -> the champion's choice (then
-:mod:`papertrack.training.refit` makes the prediction artifact). No MLflow and no printing here: each step returns what it found (with
-:class:`~papertrack.training.planning.Note`s for the user); :mod:`papertrack.training.sweep` runs the steps,
-:mod:`papertrack.training.sweep_logging` logs them to MLflow and :mod:`papertrack.training.report` prints them.
+:mod:`papertrack.training.refit` makes the prediction artifact). No MLflow and no printing here: each step returns
+what it found (with :class:`~papertrack.training.planning.Note`s for the user); :mod:`papertrack.training.sweep` runs
+the steps, :mod:`papertrack.training.sweep_logging` logs them to MLflow and :mod:`papertrack.training.report` prints
+them.
 
 Candidates of every family compete in one sweep: TF-IDF ones, sentence-embedding ones (when the ``embeddings``
 extra is installed) and ensembles. Before cross-validation, every abstract is embedded once (on-disk cache);

@@ -74,6 +74,18 @@ def test_the_head_is_evaluated_on_the_main_members_with_layers(swept):
     assert results[ENSEMBLE.name].heads[head.name].metrics["cv_label_top3"] > 0.8
 
 
+def test_a_heads_temporal_ensemble_takes_the_main_temporal_weights_and_fits_no_inner_folds(swept):
+    heads, results = swept
+    head = heads.heads[1]
+    main_weights = results[ENSEMBLE.name].temporal.weights
+    (chosen,) = main_weights.values()
+    assert len(chosen) == len(MEMBERS)
+    assert list(results[ENSEMBLE.name].heads[head.name].temporal.weights.values()) == [chosen]
+    for name in MEMBERS:  # the main taxonomy chose its weights on inner folds; the head fitted none
+        assert results[name].temporal.inner_oof
+        assert results[name].heads[head.name].temporal.inner_oof == {}
+
+
 def _relabelled(data: TrainingSet, rows: np.ndarray, rng) -> TrainingSet:
     y = data.y.copy()
     y[rows] = rng.integers(0, data.space.n_labels, len(rows))
