@@ -18,8 +18,10 @@ small fits of the head): the main members' answers mapped through a layer counte
 0.538 against 0.580 fitted on NeurIPS 2025 (seed 42, BENCHMARKS.md "Heads that share the work"), below the figure
 the issue keeps. Ensembles choose their known k-fold's weights as in the main taxonomy, on their members' answers;
 their temporal holdout takes the main taxonomy's temporal weights (chosen on the inner folds of the same earlier
-years' papers), so the temporal side has no inner folds to fit: choosing them again per taxonomy moved ICML 2025's
-temporal top-3 by +0.003 and NeurIPS 2025's by -0.005 (seed 42) for a third of each head's fits.
+years' papers), so the temporal side has no inner folds to fit. Against weights chosen again per taxonomy (its own
+inner folds: three of each head's four temporal fits), the ensemble's temporal top-3 moved by +0.0003 [-0.0037,
++0.0046] on ICML 2025 and -0.0004 [-0.0029, +0.0019] on NeurIPS 2025 (paired per paper, seeds 0-2; BENCHMARKS.md
+"The venue's share of the sweep, session 16").
 """
 
 from __future__ import annotations
