@@ -164,6 +164,30 @@ def test_how_a_jvm_ended_is_said_in_words():
     assert exit_text(1) == "with exit status 1"
 
 
+def test_a_gateway_error_without_a_java_exception_waits_for_the_jvm_to_say_how_it_ended():
+    """Killed mid-call, the JVM may leave Py4J an error answer without a Java exception ("An error occurred while
+    calling o88.collectToPython"), before its connection drops: that, like a lost connection, is a JVM that may be
+    dying (its exit status is waited for), unlike an exception the JVM raised and sent back."""
+    pytest.importorskip("py4j")
+    from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
+
+    from papertrack.serving.batch.labeler.spark.job import _jvm_lost
+
+    class JavaError(Py4JJavaError):  # an exception the JVM raised and sent back (its text, without a gateway)
+        def __init__(self, message: str):
+            Exception.__init__(self, message)
+
+        def __str__(self) -> str:
+            return str(self.args[0])
+
+    assert _jvm_lost(Py4JError("An error occurred while calling o88.collectToPython"))
+    assert _jvm_lost(Py4JNetworkError("Answer from Java side is empty"))
+    assert _jvm_lost(ConnectionResetError())
+    assert not _jvm_lost(JavaError("org.apache.spark.SparkException: Job aborted due to stage failure"))
+    assert _jvm_lost(JavaError("java.lang.IllegalStateException: SparkContext was shut down"))
+    assert not _jvm_lost(ValueError("bad input"))
+
+
 @pytest.mark.timeout(420)
 def test_a_jvm_killed_mid_job_is_one_error_line_with_the_signal(trained, data_dir, tmp_path):
     """`papertrack label --engine spark` in a child process; its JVM (a child of it, which this test started) is

@@ -355,11 +355,14 @@ def _rename_parts(folder: Path, old: str, new: str) -> None:
 
 
 def _jvm_lost(exc: BaseException) -> bool:
-    """Whether ``exc`` says the JVM is going or gone: Py4J lost its connection, or Spark shut the context down
-    (what its handler of a fatal error, e.g. out of memory, does before the JVM exits)."""
-    from py4j.protocol import Py4JNetworkError
+    """Whether ``exc`` says the JVM may be going or gone: Py4J lost its connection, the gateway answered a call with
+    an error but no Java exception (seen when the JVM is killed mid-call), or Spark shut the context down (what its
+    handler of a fatal error, e.g. out of memory, does before the JVM exits)."""
+    from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
 
-    return isinstance(exc, (Py4JNetworkError, ConnectionError)) or "SparkContext was shut down" in str(exc)
+    if isinstance(exc, (Py4JNetworkError, ConnectionError)) or "SparkContext was shut down" in str(exc):
+        return True
+    return isinstance(exc, Py4JError) and not isinstance(exc, Py4JJavaError)
 
 
 def _job_error(exc: BaseException) -> str:
