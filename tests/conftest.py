@@ -388,3 +388,20 @@ def browser():
             yield launched
         finally:
             launched.close()
+
+
+@pytest.fixture(scope="module")
+def predictor():
+    """A tiny synthetic model (tests.synthetic_corpus), made once per module that asks for it (a module may define
+    its own ``predictor``)."""
+    from tests.synthetic_corpus import fitted_predictor
+
+    return fitted_predictor(per_label=12)[0]
+
+
+@pytest.fixture
+def registered(predictor, tmp_path, monkeypatch):
+    """``predictor`` registered as papertrack@champion in a temporary store (tests.models.model_artifacts.register)."""
+    from tests.models.model_artifacts import register
+
+    return register(predictor, tmp_path, monkeypatch)

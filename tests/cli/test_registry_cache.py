@@ -15,19 +15,8 @@ import pytest
 from papertrack import registry_cache
 from papertrack.serving.model_loader import load_model
 from tests.models.model_artifacts import ABSTRACT, _plant, flat, flip_a_byte, label, register
-from tests.synthetic_corpus import fitted_predictor
 
 NOBODY = 65534
-
-
-@pytest.fixture(scope="module")
-def predictor():
-    return fitted_predictor(per_label=12)[0]
-
-
-@pytest.fixture
-def registered(predictor, tmp_path, monkeypatch):
-    return register(predictor, tmp_path, monkeypatch)
 
 
 def _without_mlflow(monkeypatch) -> None:
