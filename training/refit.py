@@ -99,7 +99,9 @@ def _layered_head(
     have = {name for name, _, _ in getattr(base, "members_", None) or [(winner.candidate.name, base, 1.0)]}
     extra = []
     if spec:
-        unfitted = {name: model for name, model, _ in winner.candidate.build(data.space.n_labels, seed).members}
+        # every member, equally weighted: the winner's own build leaves out the members it gave weight 0
+        every = winner.candidate.build(data.space.n_labels, seed, weights=None)
+        unfitted = {name: model for name, model, _ in every.members}
         extra = [(name, unfitted[name].fit(data.texts, data.y)) for name, _, _ in members if name not in have]
     return LayeredHead(base, winner.candidate.name, members, head.space.n_labels, spec.rule if spec else "mean", extra)
 

@@ -5,6 +5,7 @@ main predictor's own fitted members. Synthetic records, seconds."""
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 
 from papertrack.features.crosswalk import read_crosswalk
 from papertrack.models.catalogue import CANDIDATES, ensemble_candidate
+from papertrack.models.ensemble import with_weights
 from papertrack.models.layered_head import LayeredHead, NameLayer
 from papertrack.models.native_mixture import NativeMixture
 from papertrack.training import pipeline, taxonomies
@@ -146,6 +148,24 @@ def test_the_refit_head_is_the_main_members_through_its_layers(swept):
     assert labels.tolist() == ["Social Aspects · Safety", "Deep Learning · Attention Mechanisms"]
     loaded = pickle.loads(pickle.dumps(refit.predictor))
     assert loaded.heads[head.name].classifier.base.base is loaded.classifier  # stored once
+
+
+def test_a_member_the_main_ensemble_left_out_is_fitted_for_the_head_that_weighs_it(swept):
+    """The main taxonomy's ensemble gives a member weight 0 (its refit fits only the other), the head's weighs both:
+    the refit fits the left-out member on the main taxonomy's rows for the head (it once failed: KeyError)."""
+    heads, results = swept
+    main, head = heads.heads
+    chosen = results[ENSEMBLE.name]
+    winner = dataclasses.replace(chosen, candidate=with_weights(ENSEMBLE, [1.0, 0.0]))
+    winner.heads = {head.name: dataclasses.replace(chosen.heads[head.name], member_weights=dict.fromkeys(MEMBERS, 0.5))}
+    refit = refitting.refit(winner, main.data, 0, False, [head])
+    assert [name for name, _, _ in refit.predictor.classifier.members_] == MEMBERS[:1]
+    layered = refit.predictor.heads[head.name].classifier.base
+    ((name, model),) = layered.extra
+    assert name == MEMBERS[1] and len(model.classes_) == main.data.space.n_labels
+    texts = ["a safety jailbreak harmful refusal study", "attention transformer heads softmax tokens"]
+    alone = CANDIDATES[MEMBERS[1]].build(main.data.space.n_labels, 0).fit(main.data.texts, main.data.y)
+    np.testing.assert_allclose(layered.answers(texts)[MEMBERS[1]], alone.predict_proba(texts))
 
 
 def test_the_heads_temporal_holdout_is_fitted_as_before_sharing(swept):
