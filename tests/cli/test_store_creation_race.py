@@ -13,7 +13,8 @@ import pytest
 RACER = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
-    go = Path(sys.argv[1])
+    go, ready = Path(sys.argv[1]), Path(sys.argv[2])
+    ready.touch()
     while not go.exists():
         time.sleep(0.001)
     from papertrack import store
@@ -33,17 +34,20 @@ def test_commands_creating_one_new_store_at_once_do_not_collide(tmp_path):
         home, go = tmp_path / f"home{attempt}", tmp_path / f"go{attempt}"
         env = {**os.environ, "PAPERTRACK_HOME": str(home)}
         env.pop("MLFLOW_TRACKING_URI", None)
+        ready = [tmp_path / f"ready{attempt}-{i}" for i in range(4)]
         racers = [
             subprocess.Popen(
-                [sys.executable, "-c", "import mlflow, sqlalchemy\n" + RACER, str(go)],
+                [sys.executable, "-c", "import mlflow, sqlalchemy\n" + RACER, str(go), str(flag)],
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
             )
-            for _ in range(4)
+            for flag in ready
         ]
-        time.sleep(8)  # every racer has imported mlflow and waits
+        deadline = time.monotonic() + 120
+        while not all(flag.exists() for flag in ready) and time.monotonic() < deadline:
+            time.sleep(0.05)  # every racer has imported mlflow and waits
         go.touch()
         for racer in racers:
             out, err = racer.communicate(timeout=180)
