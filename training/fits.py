@@ -46,6 +46,16 @@ def _split_extra(output: FitOutput, fit: Fit) -> FitOutput:
     return FitOutput(output.proba[:n], output.fit_seconds, output.predict_seconds * share, output.proba[n:])
 
 
+SIDE_BY_SIDE_ROWS = 300
+"""Below this many rows a list of fits runs in this process whatever ``n_jobs`` says: each worker process first
+imports scikit-learn and papertrack (~2 s), more than such fits take (BENCHMARKS.md "Small data, one process")."""
+
+
+def side_by_side(n_jobs: int, n_fits: int, n_rows: int) -> bool:
+    """Whether ``n_fits`` fits over ``n_rows`` rows are worth worker processes."""
+    return n_jobs > 1 and n_fits > 1 and n_rows >= SIDE_BY_SIDE_ROWS
+
+
 def default_jobs() -> int:
     """Worker processes for the sweep's fits: one per core, at most 2 (what this project's machines have)."""
     return max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
@@ -76,7 +86,7 @@ def run_fits(
     texts = np.asarray(texts, dtype=object)
     extra = list(extra)
     jobs = [(build, list(texts[f.train]), y[f.train], _test_texts(texts, f, extra)) for f in fits]
-    if n_jobs > 1 and len(fits) > 1:
+    if side_by_side(n_jobs, len(fits), len(texts)):
         from joblib import Parallel, delayed
 
         outputs = Parallel(n_jobs=min(n_jobs, len(fits)), return_as="generator")(
@@ -117,7 +127,7 @@ def run_shared_fits(
         ({n: builds[n] for n in names}, list(texts[f.train]), y[f.train], _test_texts(texts, f, extra))
         for f, names in by_key.values()
     ]
-    if n_jobs > 1 and len(jobs) > 1:
+    if side_by_side(n_jobs, len(jobs), len(texts)):
         from joblib import Parallel, delayed
 
         outputs = Parallel(n_jobs=min(n_jobs, len(jobs)), return_as="generator")(

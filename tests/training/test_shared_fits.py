@@ -64,3 +64,34 @@ def test_only_identical_feature_steps_are_grouped():
         ["tfidf-word12-cnb"],
         ["majority-baseline"],
     ]
+
+
+def test_fits_on_small_data_run_in_this_process_whatever_the_jobs(monkeypatch):
+    """Worker processes cost ~2 s each to start (they import scikit-learn and papertrack): fits on fewer than
+    SIDE_BY_SIDE_ROWS rows stay in this process with n_jobs=2; more rows go to the workers."""
+    import joblib
+
+    from papertrack.training import fits as fits_module
+
+    texts, space, y = _data()
+    folds = [Fit(("cv", i), train, test) for i, (train, test) in enumerate(fold_indices(y, space, 3, seed=0))]
+    build = lambda: CANDIDATES["tfidf-word-cnb"].build(space.n_labels, 0)  # noqa: E731
+    builds = {"tfidf-word-cnb": build}
+    started = []
+
+    class Workers(joblib.Parallel):
+        def __init__(self, *args, **kwargs):
+            started.append(kwargs.get("n_jobs"))
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(joblib, "Parallel", Workers)
+    assert len(texts) < fits_module.SIDE_BY_SIDE_ROWS
+    inline = run_fits(build, texts, y, folds, n_jobs=2)
+    run_shared_fits(builds, texts, y, {"tfidf-word-cnb": folds}, n_jobs=2)
+    assert started == []
+    monkeypatch.setattr(fits_module, "SIDE_BY_SIDE_ROWS", len(texts))
+    workers = run_fits(build, texts, y, folds, n_jobs=2)
+    run_shared_fits(builds, texts, y, {"tfidf-word-cnb": folds}, n_jobs=2)
+    assert started == [2, 2]
+    for key, output in inline.items():
+        np.testing.assert_allclose(output.proba, workers[key].proba)

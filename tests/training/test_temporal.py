@@ -250,7 +250,10 @@ def test_budget_leaves_a_costly_candidate_out_by_default_and_lets_it_win_when_na
 
 
 @pytest.mark.slow  # fits candidates in parallel worker processes
-def test_fits_side_by_side_give_the_same_results_as_one_at_a_time():
+def test_fits_side_by_side_give_the_same_results_as_one_at_a_time(monkeypatch):
+    from papertrack.training import fits
+
+    monkeypatch.setattr(fits, "SIDE_BY_SIDE_ROWS", 0)  # these 64 rows would be fitted in this process otherwise
     data = _three_sources()
     temporal, _ = temporal_direction(data)
     directions = shift_directions(data.sources, temporal.train)
