@@ -36,7 +36,8 @@ BENTOML_HOME_ENV = "BENTOML_HOME"  # BentoML's own; papertrack passes it on
 SAFE_STORES_ENV = "PAPERTRACK_SAFE_STORES"  # stores found above the working directory that are used though not yours
 
 # which candidates' runs of a sweep get the four evaluation plots (~1 s of drawing each): the winner and the runner-up,
-# every candidate, or none (their per-class report CSV is always logged)
+# every candidate, or none (no plots at all: the winner's risk-coverage plot neither; the per-class report CSV and the
+# calibration's JSON are always logged)
 PLOT_CHOICES = ("top2", "all", "none")
 DEFAULT_PLOTS = "top2"
 

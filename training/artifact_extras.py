@@ -48,15 +48,17 @@ def neighbor_index(data: TrainingSet) -> NeighborIndex:
     )
 
 
-def log_calibration(run, confidence, held_out_proba: np.ndarray, held_out_y: np.ndarray, taxonomy: str = "") -> None:
-    """The calibration's metrics, ``confidence/calibration.json`` and ``plots/risk_coverage.png``, logged to
-    ``run`` (a :class:`papertrack.training.run_log.RunLog`; ``taxonomy``: another taxonomy's, its slug
+def log_calibration(
+    run, confidence, held_out_proba: np.ndarray, held_out_y: np.ndarray, taxonomy: str = "", plot: bool = True
+) -> None:
+    """The calibration's metrics, ``confidence/calibration.json`` and (``plot``) ``plots/risk_coverage.png``, logged
+    to ``run`` (a :class:`papertrack.training.run_log.RunLog`; ``taxonomy``: another taxonomy's, its slug
     suffixed to the metric and file names)."""
     suffix = f".{taxonomy}" if taxonomy else ""
     run.metrics({f"{k}{suffix}": v for k, v in confidence.metrics().items()})
     run.dict(confidence.to_dict(), f"confidence/calibration{suffix}.json")
-    fig = risk_coverage_figure(held_out_proba, held_out_y, confidence)
-    run.figure(fig, f"plots/risk_coverage{suffix}.png")
+    if plot:
+        run.figure(risk_coverage_figure(held_out_proba, held_out_y, confidence), f"plots/risk_coverage{suffix}.png")
 
 
 def describe(confidence, source: str) -> tuple[str, str]:

@@ -102,8 +102,9 @@ class SweepConfig:
         default=None,
         metadata=_help(
             "Which candidates' runs get the four evaluation plots (confusion matrices, F1 per label, reliability; "
-            "about 1 s of drawing each): top2 (the winner and the runner-up), all or none. Every run gets its "
-            "per-class report. Default: $PAPERTRACK_PLOTS, else top2."
+            "about 1 s of drawing each): top2 (the winner and the runner-up), all or none (no plots at all, the "
+            "winner's risk-coverage plot neither). Every run gets its per-class report. Default: $PAPERTRACK_PLOTS, "
+            "else top2."
         ),
     )
     jobs: int | None = field(

@@ -48,17 +48,19 @@ def pip_requirements(candidate: Candidate) -> list[str]:
 # stay two names.
 
 
-def log_model(store: Store, winner: CandidateResult, refit: Refit, data: TrainingSet) -> str:
+def log_model(store: Store, winner: CandidateResult, refit: Refit, data: TrainingSet, plots: bool = True) -> str:
     """Log the refit winner, in the winner's own run of ``store``, as the pyfunc prediction artifact; its model
     URI. ``mlflow.pyfunc.log_model`` logs to MLflow's active run on MLflow's process-wide store only: the one call
-    made inside :func:`papertrack.store.using`."""
+    made inside :func:`papertrack.store.using`. ``plots``: each calibration's risk-coverage plot too (``--plots
+    none``: no plots at all)."""
     example = pd.DataFrame(
         {"abstract": [r.abstract for r in data.records[:2]], "title": [r.title or "" for r in data.records[:2]]}
     )
     run = RunLog(store, winner.run_id)
-    artifact_extras.log_calibration(run, refit.confidence, winner.selection_proba, winner.selection_y)
+    artifact_extras.log_calibration(run, refit.confidence, winner.selection_proba, winner.selection_y, plot=plots)
     for name, head in refit.heads.items():  # each other taxonomy's calibration, metric names suffixed
-        artifact_extras.log_calibration(run, head.confidence, head.held_out[0], head.held_out[1], taxonomy_slug(name))
+        held_out, held_y = head.held_out[0], head.held_out[1]
+        artifact_extras.log_calibration(run, head.confidence, held_out, held_y, taxonomy_slug(name), plot=plots)
     with tempfile.TemporaryDirectory() as tmp:
         artifacts = refit.predictor.save_artifacts(Path(tmp))  # the pickled predictor and its manifest
         with using(store), mlflow.start_run(run_id=winner.run_id), _no_partial_model(store, winner.run_id):

@@ -214,7 +214,7 @@ class SweepLogger(Listener):
 
     def model(self, winner: CandidateResult, refit: Refit, data: TrainingSet) -> str:
         self.flush()  # the winner's run is written (and ended) before the model goes into it
-        return log_model(self.store, winner, refit, data)
+        return log_model(self.store, winner, refit, data, plots=self.plots != "none")
 
     def register(self, result: SweepResult, refit: Refit, rescore=None, force: bool = False) -> registry.Decision:
         """Register the refit winner; it becomes champion only past the promotion rule (training.champion.promotion):

@@ -86,6 +86,21 @@ def test_by_default_only_the_winner_and_the_runner_up_get_plots(subset_path, tmp
     assert all(client.get_run(r.run_id).info.status == "FINISHED" for r in ranked)
 
 
+def test_plots_none_draws_no_plot_at_all_not_even_the_winners_risk_coverage(subset_path, tmp_path, monkeypatch):
+    """`none` (the suite's setting): no run gets a plot, the winner's calibration plot neither (it was drawn anyway,
+    ~1.4 s a sweep); the calibration itself is logged."""
+    monkeypatch.setenv("PAPERTRACK_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PAPERTRACK_PLOTS", "none")
+    mine = store.open()
+    config = SweepConfig([subset_path], candidate_names=["tfidf-word-cnb"], folds=2, seed=1, register=False)
+    result = run_sweep(config, mine)
+    client = mine.client()
+    assert client.list_artifacts(result.winner.run_id, "plots") == []
+    assert [a.path for a in client.list_artifacts(result.winner.run_id, "confidence")] == [
+        "confidence/calibration.json"
+    ]
+
+
 def test_a_candidate_run_that_cannot_be_written_fails_the_sweep_and_no_run_is_left_running(
     subset_path, tmp_path, monkeypatch
 ):
