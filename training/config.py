@@ -110,8 +110,8 @@ class SweepConfig:
     jobs: int | None = field(
         default=None,
         metadata=_help(
-            "Fits run side by side (worker processes). Default: one per core, at most 2; "
-            "the results do not depend on it."
+            "Fits run side by side (worker processes). Default: one per core, at most 2; the results do not "
+            "depend on it. Fits on fewer than 300 records run in one process (a worker costs more to start)."
         ),
     )
 
