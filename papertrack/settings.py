@@ -99,7 +99,7 @@ VARIABLES: tuple[Variable, ...] = (
         PLOTS_ENV,
         "`top2`",
         "which candidates' runs `train` draws the four evaluation plots for: `top2` (the winner and the runner-up), "
-        "`all` or `none` (`train --plots` overrides)",
+        "`all` or `none` (no plots at all, the winner's risk-coverage plot neither; `train --plots` overrides)",
     ),
 )
 
