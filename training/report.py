@@ -200,7 +200,8 @@ def print_results(console: Console, result: SweepResult) -> None:
     if later:
         notes.append("next-year: trained on the earlier years, tested on the latest (what users live with)")
     notes.append(
-        "CV: 5-fold cross-validation on all sources (every metric of every candidate: papertrack runs, MLflow)"
+        f"CV: {result.winner.cv.folds}-fold cross-validation on all sources (every metric of every candidate: "
+        "papertrack runs, MLflow)"
     )
     if shift:
         notes.append("shift: cross-venue, trained on the other source(s), tested on the held-out one")

@@ -167,6 +167,19 @@ def test_champion_is_registered_and_predicts_from_abstract_only(trained):
         model.predict(abstracts[["abstract"]], params={"output": "xml"})
 
 
+def test_the_results_say_how_many_folds_the_cross_validation_had(trained):
+    """The session's sweep ran with --folds 3: the table's note says 3-fold (it said 5-fold whatever --folds was)."""
+    import io
+
+    from rich.console import Console
+
+    from papertrack.training.report import print_results
+
+    out = io.StringIO()
+    print_results(Console(file=out, width=300), trained["result"])
+    assert "CV: 3-fold cross-validation on all sources" in out.getvalue()
+
+
 def test_champion_beats_majority_baseline_by_a_clear_margin(trained):
     result = trained["result"]
     assert result.winner.metrics[TEMPORAL_PRIMARY_METRIC] >= result.baseline[TEMPORAL_PRIMARY_METRIC] + 0.2
