@@ -327,34 +327,11 @@ def server(server_env, tmp_path_factory):
 # --------------------------------------------------------------------------- the labeler without a model
 
 
-class FakeBackend:
-    """Answers every record with a fixed ranking: the CLI runs without loading a model."""
-
-    labels = frozenset({"Theory", "Deep Learning", "Optimization"})
-    n_labels = 3
-    identity = {"run_id": "fake"}
-    description = "fake model"
-
-    def __init__(self, model_uri: str = "", taxonomy: str | None = None, store=None):
-        pass
-
-    def label(self, records, k):
-        ranked = [("Theory", 0.7), ("Deep Learning", 0.2), ("Optimization", 0.1)]
-        return [
-            {
-                "tracks": [{"label": name, "area": name, "subarea": None, "probability": p} for name, p in ranked][:k],
-                "areas": [{"area": name, "probability": p} for name, p in ranked],
-            }
-            for _ in records
-        ]
-
-    def close(self):
-        pass
-
-
 @pytest.fixture()
 def fake_model(monkeypatch):
+    """The labeler's model replaced by :class:`tests.fake_backend.FakeBackend` (the CLI runs without a model)."""
     import papertrack.serving.batch.labeler as labeler
+    from tests.fake_backend import FakeBackend
 
     monkeypatch.setattr(labeler, "LocalBackend", FakeBackend)
 

@@ -10,7 +10,7 @@ from importlib import metadata
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import FakeBackend
+from tests.fake_backend import FakeBackend
 from tests.serving.label_cli import ABSTRACT, NoModel, flat
 
 

@@ -113,7 +113,7 @@ def test_parse_dump_counts_decompressed_bytes():
 def test_a_chunk_ends_once_its_records_hold_too_much_text(tmp_path, monkeypatch):
     """2,000 records of up to 1 MiB each (over-long abstracts, all rejected) were held at once: ~2 GiB."""
     import papertrack.serving.batch.labeler.run as run
-    from tests.conftest import FakeBackend
+    from tests.fake_backend import FakeBackend
 
     sizes = []
     real_label = FakeBackend.label

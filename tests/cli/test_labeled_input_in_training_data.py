@@ -17,7 +17,7 @@ def _fake_backend_with_index():
     from types import SimpleNamespace
 
     from papertrack.models.neighbors import NeighborIndex
-    from tests.conftest import FakeBackend
+    from tests.fake_backend import FakeBackend
 
     index = NeighborIndex.build(TRAINED_ON, ["t1", "t2"], [None, None], ["Theory", "Deep Learning"])
 

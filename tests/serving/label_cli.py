@@ -11,7 +11,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from tests.conftest import FakeBackend
+from tests.fake_backend import FakeBackend
 
 PAPERTRACK = str(Path(sys.executable).with_name("papertrack"))
 
