@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -56,6 +57,15 @@ def side_by_side(n_jobs: int, n_fits: int, n_rows: int) -> bool:
     return n_jobs > 1 and n_fits > 1 and n_rows >= SIDE_BY_SIDE_ROWS
 
 
+def _outputs(fit: Callable[..., Any], jobs: list[tuple], n_jobs: int, n_rows: int) -> Iterator[Any]:
+    """``fit(*job)`` of each job, in order: in worker processes when they are worth it (:func:`side_by_side`)."""
+    if side_by_side(n_jobs, len(jobs), n_rows):
+        from joblib import Parallel, delayed
+
+        return Parallel(n_jobs=min(n_jobs, len(jobs)), return_as="generator")(delayed(fit)(*job) for job in jobs)
+    return (fit(*job) for job in jobs)
+
+
 def default_jobs() -> int:
     """Worker processes for the sweep's fits: one per core, at most 2 (what this project's machines have)."""
     return max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
@@ -86,14 +96,7 @@ def run_fits(
     texts = np.asarray(texts, dtype=object)
     extra = list(extra)
     jobs = [(build, list(texts[f.train]), y[f.train], _test_texts(texts, f, extra)) for f in fits]
-    if side_by_side(n_jobs, len(fits), len(texts)):
-        from joblib import Parallel, delayed
-
-        outputs = Parallel(n_jobs=min(n_jobs, len(fits)), return_as="generator")(
-            delayed(_fit_one)(*job) for job in jobs
-        )
-    else:
-        outputs = (_fit_one(*job) for job in jobs)
+    outputs = _outputs(_fit_one, jobs, n_jobs, len(texts))
     results = {}
     for fit, output in zip(fits, outputs):
         results[fit.key] = _split_extra(output, fit)
@@ -127,14 +130,7 @@ def run_shared_fits(
         ({n: builds[n] for n in names}, list(texts[f.train]), y[f.train], _test_texts(texts, f, extra))
         for f, names in by_key.values()
     ]
-    if side_by_side(n_jobs, len(jobs), len(texts)):
-        from joblib import Parallel, delayed
-
-        outputs = Parallel(n_jobs=min(n_jobs, len(jobs)), return_as="generator")(
-            delayed(_fit_shared)(*job) for job in jobs
-        )
-    else:
-        outputs = (_fit_shared(*job) for job in jobs)
+    outputs = _outputs(_fit_shared, jobs, n_jobs, len(texts))
     results: dict[str, dict[Hashable, FitOutput]] = {name: {} for name in fits}
     for (fit, names), output in zip(by_key.values(), outputs):
         for name in names:

@@ -15,7 +15,7 @@ from papertrack.models.drift import build_profile
 from papertrack.training import artifact_extras, native_mixture, taxonomies
 from papertrack.training.data import TrainingSet
 from papertrack.training.evaluation import CandidateResult
-from papertrack.training.fits import side_by_side
+from papertrack.training.fits import SIDE_BY_SIDE_ROWS
 
 
 @dataclass
@@ -41,7 +41,7 @@ def refit(
     calibrated on its own papers' out-of-fold answers: a head evaluated on the main taxonomy's members
     (:mod:`papertrack.training.head_layer`) is those fitted members and its layers (no fit of its own); another is
     fitted on its own training set. The fits run ``n_jobs`` at a time (worker processes, as the sweep's fits)."""
-    if not side_by_side(n_jobs, 2, len(data.y)):
+    if len(data.y) < SIDE_BY_SIDE_ROWS:
         n_jobs = 1  # small data: worker processes would cost more than they save
     jobs = [(winner, data, seed, use_title, None, None)]
     layered = []
