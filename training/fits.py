@@ -10,6 +10,7 @@ every fit builds its model from the same seed.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
@@ -52,18 +53,33 @@ SIDE_BY_SIDE_ROWS = 300
 imports scikit-learn and papertrack (~2 s), more than such fits take (BENCHMARKS.md "Small data, one process")."""
 
 
-def side_by_side(n_jobs: int, n_fits: int, n_rows: int) -> bool:
-    """Whether ``n_fits`` fits over ``n_rows`` rows are worth worker processes."""
-    return n_jobs > 1 and n_fits > 1 and n_rows >= SIDE_BY_SIDE_ROWS
+def side_by_side(n_jobs: int, n_rows: int) -> bool:
+    """Whether fits over ``n_rows`` rows are worth worker processes (a lone fit too: the heads' threads each hand
+    their temporal holdout's fit to the workers at the same time)."""
+    return n_jobs > 1 and n_rows >= SIDE_BY_SIDE_ROWS
+
+
+_IN_THIS_PROCESS = threading.RLock()
+"""Fits in this process run one at a time, whichever thread asks (the heads are evaluated a thread each):
+scikit-learn's liblinear (``LinearSVC``) seeds one random generator per process and releases the GIL while it
+fits, so two fits at once drew from each other's sequence and a head's figures changed from run to run."""
+
+
+def _one_at_a_time(fit: Callable[..., Any], job: tuple) -> Any:
+    with _IN_THIS_PROCESS:
+        return fit(*job)
 
 
 def _outputs(fit: Callable[..., Any], jobs: list[tuple], n_jobs: int, n_rows: int) -> Iterator[Any]:
-    """``fit(*job)`` of each job, in order: in worker processes when they are worth it (:func:`side_by_side`)."""
-    if side_by_side(n_jobs, len(jobs), n_rows):
+    """``fit(*job)`` of each job, in order: in worker processes when they are worth it (:func:`side_by_side`),
+    else here, one fit at a time."""
+    if side_by_side(n_jobs, n_rows):
         from joblib import Parallel, delayed
 
-        return Parallel(n_jobs=min(n_jobs, len(jobs)), return_as="generator")(delayed(fit)(*job) for job in jobs)
-    return (fit(*job) for job in jobs)
+        # n_jobs as asked even for fewer jobs: joblib runs n_jobs=1 in the calling thread, and a smaller pool would
+        # stop a worker that the next call then starts again
+        return Parallel(n_jobs=n_jobs, return_as="generator")(delayed(fit)(*job) for job in jobs)
+    return (_one_at_a_time(fit, job) for job in jobs)
 
 
 def default_jobs() -> int:

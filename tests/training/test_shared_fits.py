@@ -98,3 +98,62 @@ def test_fits_on_small_data_run_in_this_process_whatever_the_jobs(monkeypatch):
         with pytest.raises(InterruptedError):
             run()
     assert asked == [2, 2]
+
+
+def test_a_lone_fit_on_enough_rows_goes_to_the_workers(monkeypatch):
+    """The heads' threads each hand their temporal holdout's one fit to the workers (in this process two fits at
+    once would share liblinear's random generator)."""
+    import joblib
+
+    from papertrack.training import fits as fits_module
+
+    texts, space, y = _data()
+    (fit,) = [Fit(("cv", i), train, test) for i, (train, test) in enumerate(fold_indices(y, space, 3, seed=0))][:1]
+    asked = []
+
+    class Workers:
+        def __init__(self, n_jobs, **kwargs):
+            asked.append(n_jobs)
+            raise InterruptedError("workers asked for")
+
+    monkeypatch.setattr(joblib, "Parallel", Workers)
+    monkeypatch.setattr(fits_module, "SIDE_BY_SIDE_ROWS", len(texts))
+    with pytest.raises(InterruptedError):
+        run_fits(lambda: CANDIDATES["tfidf-word-cnb"].build(space.n_labels, 0), texts, y, [fit], n_jobs=2)
+    assert asked == [2]
+
+
+def test_fits_in_this_process_run_one_at_a_time_whichever_thread_asks():
+    """Two threads fitting at once in one process (the heads, a thread each) take turns: liblinear (LinearSVC) keeps
+    one random generator per process, so overlapping fits changed each other's models."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts, space, y = _data()
+    folds = [Fit(("cv", i), train, test) for i, (train, test) in enumerate(fold_indices(y, space, 3, seed=0))]
+    running, most = [0], [0]
+    count = threading.Lock()
+
+    class Slow:
+        def __init__(self):
+            self.inner = CANDIDATES["tfidf-word-svm"].build(space.n_labels, 0)
+
+        def fit(self, texts, y):
+            with count:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+            time.sleep(0.2)  # long enough for the other thread's fit to start meanwhile
+            self.inner.fit(texts, y)
+            with count:
+                running[0] -= 1
+            return self
+
+        def predict_proba(self, texts):
+            return self.inner.predict_proba(texts)
+
+    with ThreadPoolExecutor(2) as pool:
+        done = list(pool.map(lambda _: run_fits(Slow, texts, y, folds, n_jobs=1), range(2)))
+    assert most[0] == 1
+    for key in done[0]:  # and the same models either way
+        np.testing.assert_array_equal(done[0][key].proba, done[1][key].proba)
