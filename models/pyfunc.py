@@ -31,14 +31,17 @@ class PaperTrackModel(PythonModel):
         self.predictor = TrackPredictor.load(predictor)
 
     def predict(self, context, model_input: pd.DataFrame, params: dict | None = None) -> pd.DataFrame:
+        # MLflow fills in the signature's default (3) when top_k is not given: as the HTTP service does, that default
+        # is clipped to a taxonomy with fewer labels (a 2-label model answers with both instead of failing)
         top_k = int((params or {}).get("top_k", DEFAULT_TOP_K))
+        asked = None if top_k == DEFAULT_TOP_K else top_k
         taxonomy = (params or {}).get("taxonomy") or None
         if not isinstance(model_input, pd.DataFrame):
             model_input = pd.DataFrame(model_input)
         output = (params or {}).get("output", OUTPUT_COLUMNS)
         if output not in (OUTPUT_COLUMNS, OUTPUT_JSON):
             raise UsageError(f"output must be {OUTPUT_COLUMNS!r} or {OUTPUT_JSON!r}, got {output!r}")
-        answers: list[Any] = self.predictor.predict_frame(model_input, top_k, taxonomy=taxonomy)
+        answers: list[Any] = self.predictor.predict_frame(model_input, asked, taxonomy=taxonomy)
         if output == OUTPUT_JSON:
             return pd.DataFrame({"answer": [json.dumps(a) for a in answers]})
         names = ["tracks", "areas"]

@@ -85,6 +85,19 @@ def test_a_champion_with_two_labels_serves_and_labels(tmp_path):
     done = _run(env, "train", "--data", str(tiny), "-c", "tfidf-word-logreg", "--folds", "2")
     out = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 0 and "as champion" in out and "but check it:" in out, out
+    assert "top_k must be" not in out  # MLflow's check of the logged input example calls the pyfunc with defaults
+    pyfunc = """
+import json, mlflow, pandas as pd, papertrack.store
+with papertrack.store.using(papertrack.store.open(create=False)):
+    model = mlflow.pyfunc.load_model("models:/papertrack@champion")
+frame = model.predict(pd.DataFrame({"abstract": ["attention token graph"]}))  # top_k not given: the default
+print(json.dumps([len(frame["tracks"][0]), str(model.predict(pd.DataFrame({"abstract": ["x y"]}), {"top_k": 1})
+                  ["tracks"][0][0]["label"])]))
+"""
+    answered = subprocess.run([sys.executable, "-c", pyfunc], env=env, capture_output=True, text=True, timeout=300)
+    assert answered.returncode == 0, answered.stderr
+    both, one = json.loads(answered.stdout.strip().splitlines()[-1])
+    assert both == 2 and one in {"Theory · Learning Theory", "Deep Learning · Attention Mechanisms"}
     labeled = _run(env, "label", str(tiny), "-o", str(tmp_path / "out.jsonl"))
     assert labeled.returncode == 0, labeled.stderr
     assert "answering with --top-k 2 instead of 3" in " ".join(labeled.stderr.split())
