@@ -1,18 +1,27 @@
 """Figures logged with every candidate run: confusion matrices, per-class F1, reliability.
 
 Each is a :class:`matplotlib.figure.Figure` made without pyplot (no global figure registry, nothing to close):
-the sweep draws them on a background thread while the next candidates are fitted
-(:class:`papertrack.training.sweep_logging.SweepLogger`)."""
+the sweep has them drawn while the winner is refitted (:class:`papertrack.training.sweep_logging.SweepLogger`; in the
+worker processes when the fits use them, :func:`png`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import io
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
 from sklearn.metrics import confusion_matrix
 
 from papertrack.training.scoring import reliability
+
+
+def png(draw: Callable[..., Figure], *args) -> bytes:
+    """The figure ``draw(*args)`` as PNG bytes, saved as MLflow's ``log_figure`` saves it (``savefig``'s defaults):
+    a worker process can draw it and the run log it."""
+    buffer = io.BytesIO()
+    draw(*args).savefig(buffer, format="png")
+    return buffer.getvalue()
 
 
 def confusion_figure(y: np.ndarray, predicted: np.ndarray, names: Sequence[str], title: str):

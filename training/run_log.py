@@ -4,8 +4,11 @@ it lives in (:func:`open_experiment`), and the limits MLflow puts on names and v
 
 from __future__ import annotations
 
+import posixpath
+import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from papertrack.settings import EXPERIMENT_NAME
 from papertrack.store import Store
@@ -68,6 +71,13 @@ class RunLog:
 
     def figure(self, figure, path: str) -> None:
         self.client.log_figure(self.run_id, figure, path)
+
+    def png(self, image: bytes, path: str) -> None:
+        """A PNG image already drawn (:func:`papertrack.training.plots.png`), logged as ``path``."""
+        folder, name = posixpath.split(path)
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / name).write_bytes(image)
+            self.client.log_artifact(self.run_id, str(Path(tmp) / name), folder or None)
 
     def dataset(self, dataset, context: str = "training") -> None:
         tracking.log_dataset_input(self.client, self.run_id, dataset, context)

@@ -26,6 +26,7 @@ from papertrack.training import tracking
 from papertrack.training.champion import promotion
 from papertrack.training.config import SweepConfig
 from papertrack.training.data import TrainingSet, labels_by_year
+from papertrack.training.fits import side_by_side
 from papertrack.training.model_logging import log_model
 from papertrack.training.pipeline import Embedded, Prepared, contender
 from papertrack.training.planning import CandidatePlan, Holdouts
@@ -95,6 +96,8 @@ class SweepLogger(Listener):
         }
         self.counts = prepared.counts
         self.plots = config.plot_choice  # whose runs get the evaluation plots: top2, all or none
+        # the top two's plots are drawn in the fits' worker processes when the sweep has them
+        self.plot_jobs = config.n_jobs if side_by_side(config.n_jobs, len(data.y)) else 1
         self.run: RunLog | None = None
         # the candidates' runs are written by this one thread (one writer per run), in the order they finished
         self._background = ThreadPoolExecutor(1, thread_name_prefix="papertrack-candidate-runs")
@@ -209,6 +212,7 @@ class SweepLogger(Listener):
                     self.data.y,
                     self.data.space,
                     plotted.candidate.name,
+                    n_jobs=self.plot_jobs,
                 )
                 self._pending.append((None, job))
 

@@ -85,25 +85,38 @@ def log_evaluation_artifacts(
         log_plots(run, proba, y, space, name, report)
 
 
-def log_plots(run, proba: np.ndarray, y: np.ndarray, space: LabelSpace, name: str, report=None) -> None:
+def log_plots(
+    run, proba: np.ndarray, y: np.ndarray, space: LabelSpace, name: str, report=None, n_jobs: int = 1
+) -> None:
     """Confusion matrices (area, label), per-class F1 bars and the reliability plot, logged to ``run`` (about 1 s
-    of drawing each with 86 labels); ``report`` is :func:`per_class_report`'s (computed when not given)."""
+    of drawing each with 86 labels); ``report`` is :func:`per_class_report`'s (computed when not given). With
+    ``n_jobs`` > 1 they are drawn in the sweep's worker processes (idle while the winner's refit ends on one core),
+    so the drawing does not hold this process's interpreter lock; the images are the same."""
     from papertrack.training import plots
 
     if report is None:
         report = per_class_report(proba, y, space)
     area_proba = space.area_proba(proba)
     figures = {
-        "plots/confusion_area.png": lambda: plots.confusion_figure(
-            space.area_of(y), area_proba.argmax(axis=1), space.areas, f"{name}: areas (cross-validated)"
+        "plots/confusion_area.png": (
+            plots.confusion_figure,
+            (space.area_of(y), area_proba.argmax(axis=1), space.areas, f"{name}: areas (cross-validated)"),
         ),
-        "plots/confusion_label.png": lambda: plots.confusion_figure(
-            y, proba.argmax(axis=1), space.labels, f"{name}: labels (cross-validated)"
+        "plots/confusion_label.png": (
+            plots.confusion_figure,
+            (y, proba.argmax(axis=1), space.labels, f"{name}: labels (cross-validated)"),
         ),
-        "plots/per_class_f1.png": lambda: plots.per_class_f1_figure(
-            space.labels, report["f1"].to_numpy(), report["support"].to_numpy(), f"{name}: F1 per label"
+        "plots/per_class_f1.png": (
+            plots.per_class_f1_figure,
+            (space.labels, report["f1"].to_numpy(), report["support"].to_numpy(), f"{name}: F1 per label"),
         ),
-        "plots/reliability.png": lambda: plots.reliability_figure(proba, y, f"{name}: reliability of top-1"),
+        "plots/reliability.png": (plots.reliability_figure, (proba, y, f"{name}: reliability of top-1")),
     }
-    for path, draw in figures.items():
-        run.figure(draw(), path)
+    if n_jobs > 1:
+        from joblib import Parallel, delayed
+
+        images = Parallel(n_jobs=n_jobs)(delayed(plots.png)(draw, *args) for draw, args in figures.values())
+    else:
+        images = [plots.png(draw, *args) for draw, args in figures.values()]
+    for path, image in zip(figures, images):
+        run.png(image, path)
