@@ -22,7 +22,8 @@ fi
 # torch==2.13.0 is pinned in the [embeddings] extra (and its CPU build, 2.13.0+cpu, in the lock with its hash).
 # Byte-compiled modules: with PYTHONDONTWRITEBYTECODE set (it is on the team's machines) Python never caches what it
 # compiles. The full install lets pip compile everything (the test suite starts hundreds of processes); `core` skips
-# pip's compile of all ~40,000 files and compiles only what the main job's commands import.
+# pip's compile of all ~40,000 files and compiles only what the main job's commands import (the plots too: the sweep's
+# worker processes draw them, each importing matplotlib).
 pip_install=(.venv/bin/python -m pip install --quiet --progress-bar off --require-hashes --no-deps)
 if [ "${1:-all}" = core ]; then
   # uv (itself from requirements/uv.lock, hashed) installs the lock's wheels side by side, hashes required like
@@ -34,7 +35,8 @@ if [ "${1:-all}" = core ]; then
   env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -c "
 import papertrack.cli, papertrack.training.pipeline, papertrack.training.sweep, papertrack.serving.batch.labeler
 import papertrack.serving.taxonomies_command, mlflow.pyfunc, mlflow.tracking, sklearn.linear_model, sklearn.svm
-import sklearn.naive_bayes, sklearn.feature_extraction.text, joblib, pandas, scipy.sparse, rich, bentoml"
+import sklearn.naive_bayes, sklearn.feature_extraction.text, joblib, pandas, scipy.sparse, rich, bentoml
+import papertrack.training.plots, matplotlib.backends.backend_agg, PIL.PngImagePlugin"
 else
   "${pip_install[@]}" -r requirements/all.lock
   .venv/bin/python -m pip install --quiet --progress-bar off --no-deps -e .
