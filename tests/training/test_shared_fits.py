@@ -67,18 +67,12 @@ def test_only_identical_feature_steps_are_grouped():
     ]
 
 
-def test_fits_on_small_data_run_in_this_process_whatever_the_jobs(monkeypatch):
-    """Worker processes cost ~2 s each to start (they import scikit-learn and papertrack): fits on fewer than
-    SIDE_BY_SIDE_ROWS rows stay in this process with n_jobs=2; from that many rows on they go to the workers
-    (asked for here, not started: test_temporal.py checks what the workers answer)."""
+@pytest.fixture
+def workers_asked(monkeypatch) -> list[int]:
+    """joblib's Parallel replaced: each request for worker processes is recorded (its n_jobs) and stopped there."""
     import joblib
 
-    from papertrack.training import fits as fits_module
-
-    texts, space, y = _data()
-    folds = [Fit(("cv", i), train, test) for i, (train, test) in enumerate(fold_indices(y, space, 3, seed=0))]
-    build = lambda: CANDIDATES["tfidf-word-cnb"].build(space.n_labels, 0)  # noqa: E731
-    asked = []
+    asked: list[int] = []
 
     class Workers:
         def __init__(self, n_jobs, **kwargs):
@@ -86,6 +80,19 @@ def test_fits_on_small_data_run_in_this_process_whatever_the_jobs(monkeypatch):
             raise InterruptedError("workers asked for")
 
     monkeypatch.setattr(joblib, "Parallel", Workers)
+    return asked
+
+
+def test_fits_on_small_data_run_in_this_process_whatever_the_jobs(monkeypatch, workers_asked):
+    """Worker processes cost ~2 s each to start (they import scikit-learn and papertrack): fits on fewer than
+    SIDE_BY_SIDE_ROWS rows stay in this process with n_jobs=2; from that many rows on they go to the workers
+    (asked for here, not started: test_temporal.py checks what the workers answer)."""
+    from papertrack.training import fits as fits_module
+
+    texts, space, y = _data()
+    folds = [Fit(("cv", i), train, test) for i, (train, test) in enumerate(fold_indices(y, space, 3, seed=0))]
+    build = lambda: CANDIDATES["tfidf-word-cnb"].build(space.n_labels, 0)  # noqa: E731
+    asked = workers_asked
     assert len(texts) < fits_module.SIDE_BY_SIDE_ROWS
     alone = run_fits(build, texts, y, folds, n_jobs=2)
     shared = run_shared_fits({"cnb": build}, texts, y, {"cnb": folds}, n_jobs=2)
@@ -100,27 +107,17 @@ def test_fits_on_small_data_run_in_this_process_whatever_the_jobs(monkeypatch):
     assert asked == [2, 2]
 
 
-def test_a_lone_fit_on_enough_rows_goes_to_the_workers(monkeypatch):
+def test_a_lone_fit_on_enough_rows_goes_to_the_workers(monkeypatch, workers_asked):
     """The heads' threads each hand their temporal holdout's one fit to the workers (in this process two fits at
     once would share liblinear's random generator)."""
-    import joblib
-
     from papertrack.training import fits as fits_module
 
     texts, space, y = _data()
     (fit,) = [Fit(("cv", i), train, test) for i, (train, test) in enumerate(fold_indices(y, space, 3, seed=0))][:1]
-    asked = []
-
-    class Workers:
-        def __init__(self, n_jobs, **kwargs):
-            asked.append(n_jobs)
-            raise InterruptedError("workers asked for")
-
-    monkeypatch.setattr(joblib, "Parallel", Workers)
     monkeypatch.setattr(fits_module, "SIDE_BY_SIDE_ROWS", len(texts))
     with pytest.raises(InterruptedError):
         run_fits(lambda: CANDIDATES["tfidf-word-cnb"].build(space.n_labels, 0), texts, y, [fit], n_jobs=2)
-    assert asked == [2]
+    assert workers_asked == [2]
 
 
 def test_fits_in_this_process_run_one_at_a_time_whichever_thread_asks():
