@@ -95,7 +95,7 @@ def _fit_one(
     model = build()
     started = time.perf_counter()
     if hasattr(model, "fit_from_features"):  # a TextClassifier: its TF-IDF terms from this process's cache
-        model.fit_from_features(*term_cache.fit_transform(model.features, train_texts), y_train)
+        model.fit_from_features(*term_cache.fit_transform(model.features, train_texts, y_train), y_train)
     else:
         model.fit(train_texts, y_train)
     fitted = time.perf_counter()
@@ -169,7 +169,8 @@ def _fit_shared(
 
     models = {name: build() for name, build in builds.items()}
     started = time.perf_counter()
-    features, matrix = term_cache.fit_transform(next(iter(models.values())).features, train_texts)  # type: ignore[attr-defined]
+    first = next(iter(models.values()))
+    features, matrix = term_cache.fit_transform(first.features, train_texts, y_train)  # type: ignore[attr-defined]
     featured = time.perf_counter()
     (test_matrix,) = tfidf_rows([features], test_texts)
     transform_seconds = time.perf_counter() - featured
