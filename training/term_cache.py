@@ -47,13 +47,14 @@ _ANALYSIS = ("analyzer", "ngram_range", "lowercase", "strip_accents", "stop_word
 
 def fit_transform(features, texts: list[str], y=None):
     """A fresh copy of the feature step ``features`` fitted on ``texts`` (and ``y``, for a step that reads it), and
-    its rows for them (scikit-learn's ``fit_transform``). A ``TfidfVectorizer`` with scikit-learn's own analysis (no
-    callable of the caller's) is fitted on its terms from this process's cache and then given its analysis settings
+    its rows for them (scikit-learn's ``fit_transform``). A ``TfidfVectorizer`` with scikit-learn's own word analysis
+    (no callable of the caller's) is fitted on its terms from this process's cache and then given its analysis settings
     back: the fitted step is the one scikit-learn would have fitted (the same vocabulary and idf), and answers new
     texts the usual way."""
     fitted = clone(features)
     params = fitted.get_params() if isinstance(fitted, TfidfVectorizer) else None
-    if params is None or callable(params["analyzer"]) or params["preprocessor"] or params["tokenizer"]:
+    if params is None or params["analyzer"] != "word" or params["preprocessor"] or params["tokenizer"]:
+        # word terms only: a text's character n-grams run to thousands (the cache would hold gigabytes)
         return fitted, fitted.fit_transform(texts, y)
     analysis = {name: params[name] for name in _ANALYSIS}
     # the terms come whole from the cache, worked out by an untouched copy's analyzer (scikit-learn's analyzer reads

@@ -42,12 +42,16 @@ def test_a_vectorizer_fitted_on_cached_terms_is_the_one_scikit_learn_fits(kind):
         assert (new_rows != expected.transform(unseen)).nnz == 0
 
 
-def test_each_analysis_has_its_own_cache_entries():
+def test_each_word_analysis_has_its_own_cache_entries_and_character_n_grams_none(monkeypatch):
+    monkeypatch.setattr(term_cache, "_TERMS", {})
     texts = _texts()
     word, _ = term_cache.fit_transform(tfidf("word"), texts)
     word12, _ = term_cache.fit_transform(tfidf("word12"), texts)
     assert any(" " in term for term in word12.vocabulary_)
     assert not any(" " in term for term in word.vocabulary_)
+    assert len(term_cache._TERMS) == 2
+    term_cache.fit_transform(tfidf("char"), texts)  # thousands of n-grams a text: not kept
+    assert len(term_cache._TERMS) == 2
 
 
 def test_the_cache_starts_again_past_its_size(monkeypatch):
