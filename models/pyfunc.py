@@ -17,6 +17,7 @@ from papertrack.errors import UsageError
 from papertrack.models import manifest
 from papertrack.models.answer import DEFAULT_TOP_K, mlflow_outputs
 from papertrack.models.artifact import OUTPUT_COLUMNS, OUTPUT_JSON, TrackPredictor
+from papertrack.models.request import asked_top_k
 
 
 class PaperTrackModel(PythonModel):
@@ -31,10 +32,8 @@ class PaperTrackModel(PythonModel):
         self.predictor = TrackPredictor.load(predictor)
 
     def predict(self, context, model_input: pd.DataFrame, params: dict | None = None) -> pd.DataFrame:
-        # MLflow fills in the signature's default (3) when top_k is not given: as the HTTP service does, that default
-        # is clipped to a taxonomy with fewer labels (a 2-label model answers with both instead of failing)
-        top_k = int((params or {}).get("top_k", DEFAULT_TOP_K))
-        asked = None if top_k == DEFAULT_TOP_K else top_k
+        # MLflow fills in the signature's default when top_k is not given: clipped to a smaller taxonomy, as over HTTP
+        asked = asked_top_k(int((params or {}).get("top_k", DEFAULT_TOP_K)))
         taxonomy = (params or {}).get("taxonomy") or None
         if not isinstance(model_input, pd.DataFrame):
             model_input = pd.DataFrame(model_input)

@@ -70,6 +70,13 @@ class TopKError(UsageError):
         super().__init__(f"top_k must be between 1 and {n_labels} (the number of labels{where}), got {top_k}")
 
 
+def asked_top_k(top_k: int) -> int | None:
+    """``top_k`` as given through an interface that fills in :data:`DEFAULT_TOP_K` when none is given (the HTTP
+    schema, the pyfunc's signature): that default means "not asked" (None, clipped to a taxonomy with fewer labels by
+    :func:`resolve_top_k`)."""
+    return None if top_k == DEFAULT_TOP_K else top_k
+
+
 def resolve_top_k(top_k: int | None, n_labels: int, taxonomy: str = "") -> int:
     """The top_k to answer with: None -> min(DEFAULT_TOP_K, n_labels); else checked to be in 1..n_labels."""
     if top_k is None:

@@ -39,7 +39,7 @@ from threadpoolctl import threadpool_limits
 
 from papertrack import settings
 from papertrack.errors import NoModelError, UsageError
-from papertrack.models.request import PredictRequest, TopKError, unfamiliar_text_warnings
+from papertrack.models.request import PredictRequest, TopKError, asked_top_k, unfamiliar_text_warnings
 from papertrack.serving.http import bento_store, error_answers, explain_api, openapi, page, schemas
 from papertrack.serving.http.bodies import read_json_body, validated, validated_papers
 from papertrack.serving.http.drift_api import DriftRequest
@@ -167,8 +167,7 @@ class PaperTrack:
         The default top_k (3) is clipped to a taxonomy with fewer labels: a valid small model answers with every
         label instead of failing."""
         try:
-            asked = None if top_k == schemas.DEFAULT_TOP_K else top_k
-            return PredictRequest(abstracts=(), top_k=asked, taxonomy=taxonomy).checked(self.predictor)
+            return PredictRequest(abstracts=(), top_k=asked_top_k(top_k), taxonomy=taxonomy).checked(self.predictor)
         except UsageError as exc:
             field = "top_k" if isinstance(exc, TopKError) else "taxonomy"
             raise BadRequest(
