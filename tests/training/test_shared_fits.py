@@ -92,11 +92,10 @@ def test_fits_on_small_data_run_in_this_process_whatever_the_jobs(monkeypatch, w
     texts, space, y = _data()
     folds = [Fit(("cv", i), train, test) for i, (train, test) in enumerate(fold_indices(y, space, 3, seed=0))]
     build = lambda: CANDIDATES["tfidf-word-cnb"].build(space.n_labels, 0)  # noqa: E731
-    asked = workers_asked
     assert len(texts) < fits_module.SIDE_BY_SIDE_ROWS
     alone = run_fits(build, texts, y, folds, n_jobs=2)
     shared = run_shared_fits({"cnb": build}, texts, y, {"cnb": folds}, n_jobs=2)
-    assert asked == [] and set(alone) == set(shared["cnb"]) == {f.key for f in folds}
+    assert workers_asked == [] and set(alone) == set(shared["cnb"]) == {f.key for f in folds}
     monkeypatch.setattr(fits_module, "SIDE_BY_SIDE_ROWS", len(texts))
     for run in (
         lambda: run_fits(build, texts, y, folds, n_jobs=2),
@@ -104,7 +103,7 @@ def test_fits_on_small_data_run_in_this_process_whatever_the_jobs(monkeypatch, w
     ):
         with pytest.raises(InterruptedError):
             run()
-    assert asked == [2, 2]
+    assert workers_asked == [2, 2]
 
 
 def test_a_lone_fit_on_enough_rows_goes_to_the_workers(monkeypatch, workers_asked):
