@@ -234,10 +234,15 @@ class TrackPredictor:
         return _checked_type(pickle.loads(data), path)
 
     def save_artifacts(self, folder: Path) -> dict[str, str]:
-        """Write the pyfunc's artifacts into ``folder`` — the pickled predictor and its manifest (format version,
-        papertrack version, sha256) — and return them as ``mlflow.pyfunc.log_model``'s ``artifacts``."""
+        """Write the pyfunc's artifacts into ``folder`` — the pickled predictor, the summary of its taxonomies and
+        their manifest (format version, papertrack version, sha256) — and return them as
+        ``mlflow.pyfunc.log_model``'s ``artifacts``."""
+        from papertrack.models import taxonomy_summary
+
         path = self.save(folder / PREDICTOR_FILE)
-        return {"predictor": str(path), "manifest": str(manifest.write(folder, [PREDICTOR_FILE]))}
+        summary = taxonomy_summary.write(self, folder)
+        written = manifest.write(folder, [PREDICTOR_FILE, summary.name])
+        return {"predictor": str(path), "taxonomies": str(summary), "manifest": str(written)}
 
 
 def _top_indices(proba: np.ndarray, k: int) -> np.ndarray:

@@ -21,6 +21,7 @@ FORMAT = 3  # 3: taxonomies (TrackPredictor.taxonomy, .sources, .heads)
 artifact written before cannot be loaded by (renamed/moved classes, new required attributes)."""
 MANIFEST_FILE = "papertrack.json"
 PREDICTOR_FILE = "predictor.pkl"  # the pickled TrackPredictor (papertrack.models.artifact), beside the manifest
+TAXONOMIES_FILE = "taxonomies.json"  # what it answers in, per taxonomy (papertrack.models.taxonomy_summary)
 ARTIFACTS_FOLDER = "artifacts"  # where MLflow keeps a pyfunc's artifacts inside the model folder
 RETRAIN = "retrain with this version: papertrack train"
 RESTORE = "restore the model store from a backup"

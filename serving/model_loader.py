@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from papertrack.models.artifact import TrackPredictor
     from papertrack.store import Store
 
-__all__ = ["TRAIN_HINT", "LoadedModel", "load_model"]
+__all__ = ["TRAIN_HINT", "LoadedModel", "describe_taxonomies", "load_model"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,23 @@ def load_model(
         asked = registry_cache.key(target.name or "", target.alias, target.version)
         registry_cache.remember_pinned(store, asked, pinned, folder, before)
     return LoadedModel(predictor, target.uri, folder)
+
+
+def describe_taxonomies(model_uri: str, store: Store) -> list[dict]:
+    """What the model answers in, per taxonomy (:func:`papertrack.models.taxonomy_summary.describe`): read from the
+    summary saved with it when the registry cache knows its files (nothing unpickled, no scikit-learn imported), else
+    from the predictor :func:`load_model` loads (a model saved before the summary existed, or the store changed)."""
+    from papertrack import registry_cache
+    from papertrack.models import taxonomy_summary
+
+    target = model_lookup.parse(model_uri)
+    if target.name is not None:
+        entry = registry_cache.lookup(store, target.name, target.alias, target.version)
+        if entry is not None and entry.folder.is_dir():
+            found = taxonomy_summary.read(entry.folder, entry.files, target.uri)
+            if found is not None:
+                return found
+    return taxonomy_summary.describe(load_model(model_uri, store).predictor)
 
 
 def _from_cache(store: Store, target: model_lookup.Target) -> LoadedModel | None:

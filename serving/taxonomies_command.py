@@ -12,31 +12,6 @@ from papertrack.console import console
 from papertrack.console import table as plain_table
 
 
-def describe(predictor) -> list[dict]:
-    """Per taxonomy of ``predictor`` (the default first): its name, sources, labels with their records (the
-    taxonomy's own labeled papers; a crosswalked taxonomy's head also learns from the older ones), areas,
-    calibration."""
-    out = []
-    for i, head in enumerate(predictor.taxonomies):
-        profile = head.training_profile
-        counts = [int(c) for c in profile.label_counts] if profile is not None else [None] * head.space.n_labels
-        confidence = head.confidence
-        out.append(
-            {
-                "name": head.taxonomy or "default",
-                "default": i == 0,
-                "sources": list(head.sources),
-                "n_labels": head.space.n_labels,
-                "areas": list(head.space.areas),
-                "labels": [{"label": label, "records": n} for label, n in zip(head.space.labels, counts)],
-                "training_records": sum(c for c in counts if c is not None) if profile is not None else None,
-                "coverage": None if confidence is None else round(float(confidence.empirical_coverage), 4),
-                "mean_set_size": None if confidence is None else round(float(confidence.mean_set_size), 2),
-            }
-        )
-    return out
-
-
 def taxonomies(
     model: Annotated[
         str, typer.Option("--model", "-m", help="MLflow model URI.")
@@ -46,9 +21,9 @@ def taxonomies(
 ) -> None:
     """The taxonomies the model answers in (--taxonomy of label/suggest, "taxonomy" of the HTTP requests)."""
     from papertrack import store
-    from papertrack.serving.model_loader import load_model
+    from papertrack.serving.model_loader import describe_taxonomies
 
-    found = describe(load_model(model, store.open(create=False)).predictor)
+    found = describe_taxonomies(model, store.open(create=False))
     if as_json:
         console.print_json(json.dumps(found, ensure_ascii=False))
         return

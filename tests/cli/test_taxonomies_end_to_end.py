@@ -71,6 +71,38 @@ def test_papertrack_taxonomies_lists_labels_records_and_sources(store):
     assert "Position" in icml["areas"]
 
 
+def test_taxonomies_reads_the_summary_saved_with_the_model_and_imports_no_scikit_learn(store):
+    run(store, "taxonomies", "--json")  # the registry cache now knows the champion's files
+    code = (
+        "import json, sys\nfrom papertrack.cli import main\nsys.argv = ['papertrack', 'taxonomies', '--json']\n"
+        "try:\n    main()\nexcept SystemExit as exit:\n    assert not exit.code, exit.code\n"
+        "imported = sorted(m for m in ('sklearn', 'mlflow') if m in sys.modules)\n"
+        "from papertrack import store\nfrom papertrack.models.taxonomy_summary import describe\n"
+        "from papertrack.serving.model_loader import load_model\n"
+        "loaded = describe(load_model('models:/papertrack@champion', store.open(create=False)).predictor)\n"
+        "print(json.dumps([imported, loaded]), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=store["env"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    imported, loaded = json.loads(done.stderr.strip().splitlines()[-1])
+    assert imported == []  # neither the predictor unpickled nor the registry asked
+    found = json.loads(done.stdout)
+    assert found == loaded and [t["name"] for t in found] == ["ICLR 2025", "ICML 2025"]
+
+
+def test_a_damaged_taxonomies_summary_is_named_not_believed(store):
+    run(store, "taxonomies", "--json")
+    (summary,) = store["home"].rglob("artifacts/taxonomies.json")
+    saved = summary.read_bytes()
+    try:
+        summary.write_bytes(saved.replace(b'"ICML 2025"', b'"ICML 2026"'))
+        done = run(store, "taxonomies", check=False)
+        assert done.returncode != 0 and "ICML 2026" not in done.stdout
+        assert "taxonomies.json" in done.stderr and "is damaged" in done.stderr, done.stderr
+    finally:
+        summary.write_bytes(saved)
+
+
 def test_label_answers_in_the_asked_taxonomy_and_warns_of_names_it_cannot_answer(store):
     folder, dump = store["folder"], store["icml2025"]
     run(store, "label", str(dump), "-o", str(folder / "icml.jsonl"), "--taxonomy", "icml 2025")

@@ -30,11 +30,14 @@ def saved(predictor, tmp_path):
 
 def test_save_writes_the_predictor_and_a_manifest_with_format_version_and_digest(saved):
     folder, artifacts = saved
-    assert set(artifacts) == {"predictor", "manifest"}
+    assert set(artifacts) == {"predictor", "taxonomies", "manifest"}
     assert Path(artifacts["predictor"]) == folder / "predictor.pkl"
+    assert Path(artifacts["taxonomies"]) == folder / "taxonomies.json"
     written = json.loads((folder / "papertrack.json").read_text(encoding="utf-8"))
-    expected = hashlib.sha256((folder / "predictor.pkl").read_bytes()).hexdigest()
-    assert written == {"format": 3, "papertrack": __version__, "sha256": {"predictor.pkl": expected}}
+    expected = {
+        name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in ("predictor.pkl", "taxonomies.json")
+    }
+    assert written == {"format": 3, "papertrack": __version__, "sha256": expected}
     assert manifest.check(folder) == written
 
 
