@@ -115,23 +115,29 @@ class WeightedEnsemble(ClassifierMixin, BaseEstimator):
         for i, (_, model) in enumerate(active):
             key = feature_signature(model.features) if isinstance(model, TextClassifier) else f"own-{i}"
             groups.setdefault(key, []).append(i)
-        self.groups_ = []
-        jobs: list[tuple[int, Any, Any, Any]] = []  # (member, unfitted copy, fitted shared step or None, its rows)
+        # A step two members share is fitted here, once, before them; a step one member uses is fitted by that
+        # member, in its worker, side by side with the others (those jobs go first: they do the most)
+        alone: list[tuple[int, Any, Any, Any]] = []  # (member, unfitted copy, fitted shared step or None, its rows)
+        jobs: list[tuple[int, Any, Any, Any]] = []
+        steps: dict[int, Any] = {}  # the shared steps, by their first member
         for key, indices in groups.items():
-            if key.startswith("own-"):
-                jobs.append((indices[0], clone(active[indices[0]][1]), None, None))
-                self.groups_.append((None, indices))
+            if key.startswith("own-") or len(indices) == 1:
+                alone.append((indices[0], clone(active[indices[0]][1]), None, None))
                 continue
-            features = clone(active[indices[0]][1].features)
+            features = steps[indices[0]] = clone(active[indices[0]][1].features)
             matrix = features.fit_transform(texts, y)
             jobs += [(i, clone(active[i][1]), features, matrix) for i in indices]
-            self.groups_.append((features, indices))
+        jobs = alone + jobs
         fits = (delayed(_fit_member)(model, features, matrix, texts, y) for _, model, features, matrix in jobs)
         fitted: list[Any] = [None] * len(active)
         for (i, _, features, _), model in zip(jobs, Parallel(n_jobs=self.n_jobs)(fits)):
             if features is not None:  # shared: one fitted step, one copy in the pickle (a worker returns its own)
                 model.features_ = features
             fitted[i] = model
+        self.groups_ = [
+            (None if key.startswith("own-") else steps.get(indices[0], fitted[indices[0]].features_), indices)
+            for key, indices in groups.items()
+        ]
         self.members_ = [(name, model, weights[name]) for (name, _), model in zip(active, fitted)]
         self.classes_ = np.arange(self.n_labels)
         return self

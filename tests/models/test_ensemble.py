@@ -3,6 +3,7 @@ TF-IDF-only ensemble through the sweep and the pyfunc, and sweeps without the em
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -11,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from rich.console import Console
+from sklearn.feature_extraction.text import TfidfVectorizer
 
 from papertrack.models.catalogue import ensemble_candidate
 from papertrack.models.ensemble import WeightedEnsemble, combine
@@ -149,6 +151,37 @@ def test_members_fitted_side_by_side_answer_as_fitted_in_one_process_and_share_o
     models = {name: model for name, model, _ in pickle.loads(pickle.dumps(side_by_side)).members_}
     assert models["tfidf-word-logreg"].features_ is models["tfidf-word-cnb"].features_  # one copy in the pickle
     assert models["tfidf-word12-cnb"].features_ is not models["tfidf-word-cnb"].features_
+
+
+class _FitWhere(TfidfVectorizer):
+    """A TF-IDF step that remembers which process fitted it."""
+
+    def fit_transform(self, raw_documents, y=None):
+        self.fitted_by_ = os.getpid()
+        return super().fit_transform(raw_documents, y)
+
+
+@pytest.mark.slow  # worker processes start
+def test_a_feature_step_one_member_uses_is_fitted_by_that_member_beside_the_others(small):
+    from papertrack.models.catalogue import CANDIDATES
+
+    _, data = small
+    n = data.space.n_labels
+
+    def member(name):
+        model = CANDIDATES[name].build(n, 0)
+        return model.set_params(features=_FitWhere(**model.features.get_params()))
+
+    names = ["tfidf-word-logreg", "tfidf-word-cnb", "tfidf-word12-cnb"]
+    members = [(m, member(m), w) for m, w in zip(names, [0.5, 0.3, 0.2])]
+    ensemble = WeightedEnsemble(members, n, n_jobs=2).fit(data.texts, data.y)
+    where = {name: model.features_.fitted_by_ for name, model, _ in ensemble.members_}
+    assert where["tfidf-word-logreg"] == where["tfidf-word-cnb"] == os.getpid()  # shared: fitted once, before them
+    assert where["tfidf-word12-cnb"] != os.getpid()  # its own: fitted with it, in a worker, while the others fit
+    assert [features for features, _ in ensemble.groups_] == [
+        ensemble.members_[0][1].features_,
+        ensemble.members_[2][1].features_,
+    ]  # both steps answer together at prediction time (fast_predict.tfidf_rows)
 
 
 def test_zero_weight_members_are_not_fitted(small):
