@@ -58,18 +58,13 @@ def build_native(n_labels: int, seed: int):
     return CANDIDATES[NATIVE_CANDIDATE].build(n_labels, seed)
 
 
-def fit_native(data: TrainingSet, seed: int):
-    """The native model of the refit: fitted on the taxonomy's own papers."""
-    own = data.native_rows
-    return build_native(data.space.n_labels, seed).fit([data.texts[i] for i in own], data.y[own])
-
-
-def refit_mixture(classifier, data: TrainingSet, share: float, seed: int, native=None):
+def refit_mixture(classifier, data: TrainingSet, share: float, seed: int):
     """The refit model of a crosswalked taxonomy: ``classifier`` (fitted on every row of ``data``) mixed at ``share``
-    with the native model (:func:`fit_native`; fitted here when not given)."""
+    with the native model fitted on the taxonomy's own papers."""
     from papertrack.models.native_mixture import NativeMixture
 
-    native = fit_native(data, seed) if native is None else native
+    own = data.native_rows
+    native = build_native(data.space.n_labels, seed).fit([data.texts[i] for i in own], data.y[own])
     return NativeMixture(classifier, native, share, data.space.n_labels, f"{NATIVE_CANDIDATE} (own papers)")
 
 

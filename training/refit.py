@@ -70,13 +70,11 @@ def refit(
             done = [_refit_one(*job, n_jobs=n_jobs, neighbors=indexes[id(job[1])]) for job in jobs]
         main = done[0]
         base = main.predictor.classifier
-        natives = _natives([job[1] for job in layered if job[6] > 0], seed, n_jobs)
         done += [
             _refit_one(
                 *job,
                 _layered_head(job[0], job[1], winner, base, data, seed),
                 neighbors=indexes[id(job[1])],
-                native=natives.get(id(job[1])),
             )
             for job in layered
         ]
@@ -89,17 +87,6 @@ def refit(
         main.predictor.heads[head.name] = other.predictor
         main.heads[head.name] = other
     return main
-
-
-def _natives(heads: Sequence[TrainingSet], seed: int, n_jobs: int) -> dict[int, object]:
-    """The native models of the layered heads that mix one in (:func:`native_mixture.fit_native`), by ``id`` of the
-    head's data: fitted side by side in worker processes when there are several."""
-    if n_jobs <= 1 or len(heads) < 2:
-        return {id(head): native_mixture.fit_native(head, seed) for head in heads}
-    from joblib import Parallel, delayed
-
-    fitted = Parallel(n_jobs=min(n_jobs, len(heads)))(delayed(native_mixture.fit_native)(h, seed) for h in heads)
-    return {id(head): native for head, native in zip(heads, fitted)}
 
 
 def _layered_head(
@@ -133,7 +120,6 @@ def _refit_one(
     classifier=None,
     n_jobs: int = 1,
     neighbors: Future | None = None,  # the neighbour index being built (refit's thread), read once it is needed
-    native=None,  # the taxonomy's native model, already fitted (else fitted here when native_share > 0)
 ) -> Refit:
     if classifier is None:  # else: a head on the main taxonomy's fitted members (training.head_layer)
         classifier = winner.candidate.build(data.space.n_labels, seed)
@@ -144,7 +130,7 @@ def _refit_one(
         if parallel:  # the artifact keeps the default (a refit of it elsewhere decides for itself)
             classifier.set_params(n_jobs=None)
     if native_share > 0:  # a crosswalked taxonomy: mixed with a model of its own papers
-        classifier = native_mixture.refit_mixture(classifier, data, native_share, seed, native)
+        classifier = native_mixture.refit_mixture(classifier, data, native_share, seed)
     card = ModelCard(
         candidate=winner.candidate.name,
         family=winner.candidate.family,

@@ -4,8 +4,6 @@ use, and that the temporal holdout (no own paper on its training side) is untouc
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pytest
 
@@ -137,17 +135,6 @@ def test_the_refit_head_answers_with_the_mixture_and_the_default_taxonomy_withou
     labels = np.asarray(head.data.space.labels)[predictor.predict_proba(texts).argmax(axis=1)]
     assert labels.tolist() == ["Social Aspects · Safety", "Social Aspects · Security"]
     assert sum(w for _, _, w in classifier.members_) == pytest.approx(1.0)
-
-
-@pytest.mark.slow  # worker processes start
-def test_the_layered_heads_native_models_fitted_side_by_side_answer_as_fitted_one_at_a_time(heads):
-    _, head = heads.heads
-    twins = [head.data, copy.copy(head.data)]  # two heads' data
-    side_by_side = refitting._natives(twins, 0, n_jobs=2)
-    texts = ["a safety jailbreak harmful refusal study", "backdoor poisoning attack adversarial", "softmax heads"]
-    for data in twins:
-        alone = native_mixture.fit_native(data, 0)
-        np.testing.assert_allclose(side_by_side[id(data)].predict_proba(texts), alone.predict_proba(texts), atol=1e-12)
 
 
 def test_the_majority_baseline_is_not_mixed(heads):
