@@ -20,7 +20,6 @@ it, in every parallel fit. :func:`check` refuses
 from __future__ import annotations
 
 import os
-import re
 import resource
 from collections import Counter
 from collections.abc import Sequence
@@ -31,13 +30,12 @@ from papertrack.errors import UsageError
 MIN_LABELS_TO_REFUSE = 100  # fewer distinct labels than this are never refused for being too many
 COPIES = 10  # coefficient-sized arrays a fit holds at once (the model, its gradient, L-BFGS's history)
 MEMORY_SHARE = 0.8  # of the available memory the estimate may take
-_WORD = re.compile(r"(?u)\b\w\w+\b")  # scikit-learn's default token pattern
 
 
 def check(records: Sequence, files: Sequence[str | Path], *, jobs: int = 1, available: int | None = None) -> None:
     """``UsageError`` when ``records`` (with ``.label`` and ``.abstract``) cannot be trained here (module doc)."""
     where = ", ".join(str(f) for f in files)
-    check_vocabulary(records, where)
+    df = check_vocabulary(records, where)
     labels = Counter(r.label for r in records if r.label is not None)
     n, k = sum(labels.values()), len(labels)
     if k >= MIN_LABELS_TO_REFUSE and k > n / 2:
@@ -47,22 +45,23 @@ def check(records: Sequence, files: Sequence[str | Path], *, jobs: int = 1, avai
             f"too few examples per label to learn any of them. Is the label field a track ('Area · Subarea')? "
             f"Use fewer, broader labels (merge rare ones with --rename OLD=NEW) or add records"
         )
-    need = estimate_bytes(records, k, jobs)
+    need = estimate_bytes(df, k, jobs)
     have = available_memory() if available is None else available
     if have and need > MEMORY_SHARE * have:
         fix = "Train with --jobs 1, use" if jobs > 1 else "Use"
         raise UsageError(
             f"{where}: {k:,} distinct labels need about {_gib(need)} of memory to train ({k:,} labels × "
-            f"{features(records):,} features × 8 bytes × {COPIES} copies × {jobs} parallel fit(s)); this machine "
+            f"{features(df):,} features × 8 bytes × {COPIES} copies × {jobs} parallel fit(s)); this machine "
             f"has {_gib(have)}. {fix} fewer labels (merge rare ones with --rename OLD=NEW) or train on a machine "
             f"with more memory"
         )
 
 
-def check_vocabulary(records: Sequence, where: str) -> None:
+def check_vocabulary(records: Sequence, where: str) -> Counter[str]:
     """``UsageError`` when the word TF-IDF features every default candidate is built on would keep no term:
     the same analyzer (stop words, accents, token pattern) and the same document-frequency bounds as
-    :data:`papertrack.features.text.FEATURE_SETTINGS` ``["word"]``, counted on the abstracts."""
+    :data:`papertrack.features.text.FEATURE_SETTINGS` ``["word"]``, counted on the abstracts. Returns those counts
+    (abstracts per term)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     from papertrack.features.text import FEATURE_SETTINGS
@@ -74,10 +73,10 @@ def check_vocabulary(records: Sequence, where: str) -> None:
         df.update(set(analyze(record.abstract)))
     n = len(records)
     if not n:
-        return
+        return df
     low, high = (bound if isinstance(bound, int) else bound * n for bound in (settings["min_df"], settings["max_df"]))
     if any(low <= count <= high for count in df.values()):
-        return
+        return df
     fix = "Check that the abstract field holds the abstracts, or add records with real abstracts"
     if not df:
         raise UsageError(
@@ -101,19 +100,17 @@ def check_vocabulary(records: Sequence, where: str) -> None:
     )
 
 
-def features(records: Sequence) -> int:
-    """Estimated feature count: words in at least 2 records plus the character n-gram cap."""
+def features(df: Counter[str]) -> int:
+    """Estimated feature count: the words (:func:`check_vocabulary`'s counts) in at least 2 records plus the
+    character n-gram cap."""
     from papertrack.features.text import FEATURE_SETTINGS
 
-    seen: Counter[str] = Counter()
-    for record in records:
-        seen.update(set(_WORD.findall(record.abstract.lower())))
-    words = sum(count >= 2 for count in seen.values())
+    words = sum(count >= 2 for count in df.values())
     return words + int(FEATURE_SETTINGS["char"].get("max_features") or 0)
 
 
-def estimate_bytes(records: Sequence, n_labels: int, jobs: int = 1) -> int:
-    return n_labels * features(records) * 8 * COPIES * max(1, jobs)
+def estimate_bytes(df: Counter[str], n_labels: int, jobs: int = 1) -> int:
+    return n_labels * features(df) * 8 * COPIES * max(1, jobs)
 
 
 def available_memory() -> int | None:
