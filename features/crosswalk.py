@@ -285,25 +285,3 @@ def crosswalks_beside(folder: Path) -> list[Path]:
 def shipped_crosswalks() -> list[Path]:
     """The crosswalks papertrack ships for the shared data's known changes (data files in features/crosswalks)."""
     return sorted(SHIPPED_FOLDER.glob("*.yaml"))
-
-
-def write_crosswalk(path: Path, source: str, target: str, tracks: Mapping[str, Mapping[str, float]], notes=()) -> Path:
-    """Write a crosswalk file :func:`read_crosswalk` reads (``notes``: comment lines put on top)."""
-    lines = ["# papertrack crosswalk: edit it, then pass it to papertrack train --crosswalk FILE", *notes]
-    lines += [f"from: {_yaml_str(source)}", f"to: {_yaml_str(target)}", "map:"]
-    for old, targets in tracks.items():
-        if len(targets) == 1:
-            (new,) = targets
-            lines.append(f"  {_yaml_str(old)}: {_yaml_str(new)}")
-        else:
-            lines.append(f"  {_yaml_str(old)}:")
-            rounded = {new: round(share / sum(targets.values()), 2) for new, share in targets.items()}
-            largest = max(rounded, key=lambda k: rounded[k])
-            rounded[largest] = round(1.0 - sum(v for k, v in rounded.items() if k != largest), 2)  # sums to 1.00
-            lines += [f"    {_yaml_str(new)}: {share:.2f}" for new, share in rounded.items()]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def _yaml_str(text: str) -> str:
-    return yaml.safe_dump(text, default_style=None, allow_unicode=True, width=10_000).strip().removesuffix("\n...")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from papertrack.features.crosswalk import CrosswalkError, read_crosswalk, shipped_crosswalks, write_crosswalk
+from papertrack.features.crosswalk import CrosswalkError, read_crosswalk, shipped_crosswalks
 
 
 def _write(tmp_path, text: str):
@@ -108,28 +108,6 @@ def test_a_label_no_record_has_is_named_with_its_line(tmp_path):
 def test_bad_crosswalks_are_refused_naming_the_file_and_line(tmp_path, text, message):
     with pytest.raises(CrosswalkError, match=message):
         read_crosswalk(_write(tmp_path, text))
-
-
-def test_a_written_crosswalk_reads_back(tmp_path):
-    path = write_crosswalk(
-        tmp_path / "out.yaml",
-        "ICML 2024",
-        "ICML 2025",
-        {
-            "Applications · Physics": {"Applications · Chemistry, Physics, and Earth Sciences": 1.0},
-            "Social Aspects · Trustworthy Machine Learning": {
-                "Social Aspects · Safety": 0.6,
-                "Social Aspects · Security": 0.4,
-            },
-        },
-        notes=["# no analog: Position · Methodology"],
-    )
-    cw = read_crosswalk(path)
-    assert cw.target == "ICML 2025"
-    assert dict(cw.apply("Social Aspects · Trustworthy Machine Learning")) == {
-        "Social Aspects · Safety": 0.6,
-        "Social Aspects · Security": 0.4,
-    }
 
 
 def test_an_alias_bomb_is_refused_at_its_first_anchor(tmp_path):
