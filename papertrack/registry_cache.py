@@ -12,6 +12,9 @@ mode, or in the middle of a transaction (a journal beside it) makes :func:`looku
 MLflow. The entry is then written again from MLflow's answer, and only if the database did not change while MLflow
 was asked (the state is read before and after: a seqlock).
 
+``papertrack runs`` keeps its answer (the leaderboard it printed, :func:`remember_answer`) the same way: shown again
+while the database is unchanged, asked of MLflow again after any write (not kept while a sweep is running).
+
 The cache vouches for nothing by itself: the files it names are checked against the digests it carries, which are
 the ones the tracking database holds (``papertrack.model_files``), as on MLflow's path. It lives beside the database
 (``<home>/registry_cache.json``) and is trusted only when the database's owner wrote it and nobody else can write it:
@@ -156,19 +159,41 @@ def remember(store: Store, reference: str | None, entry: Entry, before: list[Any
     """Keep ``entry`` (what MLflow answered for ``reference``, a :func:`key`) if the database is still as it was
     (``before``: :func:`state` taken before MLflow was asked). Best effort: nothing is said when it cannot be
     written."""
-    if reference is None or before is None or state(store) != before:
+    if reference is None:
         return
-    path = store.home / CACHE_FILE
-    data = _read(store, path)
-    entries = dict(data["entries"]) if data and data.get("database") == before else {}
-    entries[reference] = {
+    value = {
         "name": entry.name,
         "version": entry.version,
         "run_id": entry.run_id,
         "folder": str(entry.folder),
         "files": entry.files,
     }
-    text = json.dumps({"format": FORMAT, "database": before, "entries": entries}, indent=1, sort_keys=True)
+    _write(store, before, "entries", reference, value)
+
+
+def remember_answer(store: Store, name: str, answer: Any, before: list[Any] | None) -> None:
+    """Keep a read command's ``answer`` (JSON) from MLflow under ``name``, like :func:`remember`."""
+    _write(store, before, "answers", name, answer)
+
+
+def answer(store: Store, name: str) -> Any:
+    """The answer kept under ``name`` while the store has not changed since MLflow gave it; None otherwise."""
+    now = state(store)
+    data = _read(store, store.home / CACHE_FILE) if now is not None else None
+    if data is None or data.get("database") != now or not isinstance(data.get("answers"), dict):
+        return None
+    return data["answers"].get(name)
+
+
+def _write(store: Store, before: list[Any] | None, part: str, name: str, value: Any) -> None:
+    if before is None or state(store) != before:
+        return
+    path = store.home / CACHE_FILE
+    data = _read(store, path)
+    kept = data if data and data.get("database") == before else {}
+    parts = {key: dict(kept.get(key) or {}) for key in ("entries", "answers")}
+    parts[part][name] = value
+    text = json.dumps({"format": FORMAT, "database": before, **parts}, indent=1, sort_keys=True)
     try:
         fd, temporary = tempfile.mkstemp(prefix=f".{CACHE_FILE}.", dir=store.home)
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -151,10 +152,9 @@ def runs(
     """Leaderboard of candidate runs from MLflow (best first; * the serving champion's run, + the challenger's)."""
     import pandas as pd
 
-    from papertrack import registry, store
-    from papertrack.training.leaderboard import leaderboard, runs_by_id, runs_view
+    from papertrack import registry_cache, store
     from papertrack.training.runs_link import print_runs_link
-    from papertrack.training.runs_table import running_note, runs_table
+    from papertrack.training.runs_table import runs_table
 
     if as_json and as_csv:
         raise typer.BadParameter("choose one of --json and --csv")
@@ -164,30 +164,21 @@ def runs(
         raise typer.BadParameter(f"{sweep!r} is not a run id (hexadecimal, as train prints it: 'parent run 9df3…')")
     opened = store.open(create=False)  # a read: never creates a store
     uri = opened.tracking_uri
-    running = running_note(opened) if sweep is None else ""
-    board = leaderboard(opened, latest_sweep_only=not all_sweeps, limit=limit, sweep=sweep)
-    if board.empty and sweep is not None:
-        console.print(f"No candidate runs of sweep {sweep} in {uri}. `papertrack runs --all --json` lists them all.")
-        raise typer.Exit(1)
-    if board.empty:
-        if running:
-            console.print(f"{running}; no sweep has finished yet in {uri}.")
-            return
-        console.print(f"No runs in {uri}. Run [bold]papertrack train[/] first.")
-        raise typer.Exit(1)
-    marks = {}
-    for alias, mark in ((settings.CHALLENGER, "+"), (settings.CHAMPION, "*")):
-        version = registry.version_by_alias(opened, alias)
-        if version is not None and version.tags.get("run_id"):
-            marks[version.tags["run_id"]] = mark
-    champion_run = next((run for run, mark in marks.items() if mark == "*"), None)
-    earlier = frozenset()
-    if champion_run is not None and champion_run not in set(board["run_id"]) and sweep is None:
-        board = pd.concat([board, runs_by_id(opened, [champion_run])], ignore_index=True)  # the champion, always
-        earlier = frozenset([champion_run])
-    board.insert(0, "champion", board["run_id"] == champion_run)
-    board.insert(1, "challenger", board["run_id"].map(lambda run: marks.get(run) == "+"))
-    board["started"] = board["started"].astype(str)
+    asked = json.dumps(["runs", all_sweeps, sweep, limit])
+    kept = registry_cache.answer(opened, asked)  # MLflow's answer, while the store has not changed since
+    if kept is not None:
+        board = pd.DataFrame.from_records(kept["board"], columns=kept["columns"])
+        marks, earlier, view, running = kept["marks"], frozenset(kept["earlier"]), tuple(kept["view"]), ""
+    else:
+        from papertrack.training.leaderboard import runs_view
+
+        before = registry_cache.state(opened)
+        board, marks, earlier, running = _leaderboard(opened, all_sweeps, sweep, limit)
+        view = runs_view(opened)
+        if not running:  # "a sweep is running (… 3 min ago)" is not kept
+            answer = {"board": board.to_dict(orient="records"), "columns": list(board.columns), "marks": marks}
+            answer.update(earlier=sorted(earlier), view=list(view))
+            registry_cache.remember_answer(opened, asked, answer, before)
     if as_json or as_csv:
         out = board.to_json(orient="records", indent=1) if as_json else board.to_csv(index=False)
         sys.stdout.write(out if out.endswith("\n") else out + "\n")
@@ -208,7 +199,44 @@ def runs(
         console.print(line, highlight=False)
     if running:
         console.print(f"[yellow]{running}[/]\nThe table shows the last finished sweep.", highlight=False)
-    print_runs_link(console, uri, *runs_view(opened))
+    print_runs_link(console, uri, *view)
+
+
+def _leaderboard(opened, all_sweeps: bool, sweep: str | None, limit: int):
+    """What ``papertrack runs`` shows, from MLflow: (the board with its champion and challenger columns, the marks by
+    run id, the earlier runs shown, a note on running or failed sweeps); exits when there is nothing to show."""
+    import pandas as pd
+
+    from papertrack import registry
+    from papertrack.training.leaderboard import leaderboard, runs_by_id
+    from papertrack.training.runs_table import running_note
+
+    uri = opened.tracking_uri
+    running = running_note(opened) if sweep is None else ""
+    board = leaderboard(opened, latest_sweep_only=not all_sweeps, limit=limit, sweep=sweep)
+    if board.empty and sweep is not None:
+        console.print(f"No candidate runs of sweep {sweep} in {uri}. `papertrack runs --all --json` lists them all.")
+        raise typer.Exit(1)
+    if board.empty:
+        if running:
+            console.print(f"{running}; no sweep has finished yet in {uri}.")
+            raise typer.Exit(0)
+        console.print(f"No runs in {uri}. Run [bold]papertrack train[/] first.")
+        raise typer.Exit(1)
+    marks = {}
+    for alias, mark in ((settings.CHALLENGER, "+"), (settings.CHAMPION, "*")):
+        version = registry.version_by_alias(opened, alias)
+        if version is not None and version.tags.get("run_id"):
+            marks[version.tags["run_id"]] = mark
+    champion_run = next((run for run, mark in marks.items() if mark == "*"), None)
+    earlier: frozenset[str] = frozenset()
+    if champion_run is not None and champion_run not in set(board["run_id"]) and sweep is None:
+        board = pd.concat([board, runs_by_id(opened, [champion_run])], ignore_index=True)  # the champion, always
+        earlier = frozenset([champion_run])
+    board.insert(0, "champion", board["run_id"] == champion_run)
+    board.insert(1, "challenger", board["run_id"].map(lambda run: marks.get(run) == "+"))
+    board["started"] = board["started"].astype(str)
+    return board, marks, earlier, running
 
 
 def add_commands(app: typer.Typer) -> None:

@@ -61,3 +61,23 @@ def test_runs_of_an_unknown_sweep_says_so_and_sweep_excludes_all(trained):
     result = CliRunner().invoke(app, ["runs", "--sweep", "x' or '1'='1"])  # never reaches MLflow's filter
     assert result.exit_code == 2 and "is not a run id" in " ".join(result.output.split())
     assert "Traceback" not in result.output
+
+
+def test_runs_answers_from_the_kept_answer_until_the_store_changes(trained, monkeypatch):
+    from papertrack.cli import app
+    from papertrack.store import Store
+
+    def asked(*args, **kwargs):
+        raise AssertionError("MLflow was asked")
+
+    first = _run(monkeypatch, "--json")  # MLflow's answer (or the one a test before kept), kept
+    with monkeypatch.context() as offline:
+        offline.setattr(Store, "client", asked)
+        assert _run(monkeypatch, "--json") == first  # the store has not changed: MLflow is not asked
+    run = json.loads(first)[0]["run_id"]
+    trained["store"].client().set_tag(run, "papertrack.test_note", "a tag set through MLflow")
+    with monkeypatch.context() as offline:
+        offline.setattr(Store, "client", asked)
+        result = CliRunner().invoke(app, ["runs", "--json"])
+    assert isinstance(result.exception, AssertionError) and "MLflow was asked" in str(result.exception)
+    assert json.loads(_run(monkeypatch, "--json")) == json.loads(first)  # asked again: the same board
