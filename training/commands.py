@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
@@ -99,6 +100,8 @@ def train(
     if result.decision is not None:
         tag_version(opened, result.decision.version, fingerprint)
         _remember_champion(opened)
+        with contextlib.suppress(typer.Exit):  # the leaderboard `papertrack runs` shows, kept the same way
+            _runs_answer(opened)
     print_results(console, result)
     print_runs_link(console, result.tracking_uri, result.experiment_id, RUNS_VIEW_KEY)
     _print_size(console, opened)
@@ -152,7 +155,7 @@ def runs(
     """Leaderboard of candidate runs from MLflow (best first; * the serving champion's run, + the challenger's)."""
     import pandas as pd
 
-    from papertrack import registry_cache, store
+    from papertrack import store
     from papertrack.training.runs_link import print_runs_link
     from papertrack.training.runs_table import runs_table
 
@@ -164,21 +167,9 @@ def runs(
         raise typer.BadParameter(f"{sweep!r} is not a run id (hexadecimal, as train prints it: 'parent run 9df3…')")
     opened = store.open(create=False)  # a read: never creates a store
     uri = opened.tracking_uri
-    asked = json.dumps(["runs", all_sweeps, sweep, limit])
-    kept = registry_cache.answer(opened, asked)  # MLflow's answer, while the store has not changed since
-    if kept is not None:
-        board = pd.DataFrame.from_records(kept["board"], columns=kept["columns"])
-        marks, earlier, view, running = kept["marks"], frozenset(kept["earlier"]), tuple(kept["view"]), ""
-    else:
-        from papertrack.training.leaderboard import runs_view
-
-        before = registry_cache.state(opened)
-        board, marks, earlier, running = _leaderboard(opened, all_sweeps, sweep, limit)
-        view = runs_view(opened)
-        if not running:  # "a sweep is running (… 3 min ago)" is not kept
-            answer = {"board": board.to_dict(orient="records"), "columns": list(board.columns), "marks": marks}
-            answer.update(earlier=sorted(earlier), view=list(view))
-            registry_cache.remember_answer(opened, asked, answer, before)
+    shown, running = _runs_answer(opened, all_sweeps, sweep, limit)
+    board = pd.DataFrame.from_records(shown["board"], columns=shown["columns"])
+    marks, earlier, view = shown["marks"], frozenset(shown["earlier"]), tuple(shown["view"])
     if as_json or as_csv:
         out = board.to_json(orient="records", indent=1) if as_json else board.to_csv(index=False)
         sys.stdout.write(out if out.endswith("\n") else out + "\n")
@@ -200,6 +191,27 @@ def runs(
     if running:
         console.print(f"[yellow]{running}[/]\nThe table shows the last finished sweep.", highlight=False)
     print_runs_link(console, uri, *view)
+
+
+def _runs_answer(opened, all_sweeps: bool = False, sweep: str | None = None, limit: int = 50) -> tuple[dict, str]:
+    """What ``papertrack runs`` shows (JSON: the board's rows and columns, the marks by run id, the earlier runs
+    shown, the MLflow view) and a note on running or failed sweeps: the answer kept while the store has not changed
+    (:mod:`papertrack.registry_cache`), else MLflow's, then kept (not while a sweep is running: its note ages)."""
+    from papertrack import registry_cache
+
+    asked = json.dumps(["runs", all_sweeps, sweep, limit])
+    kept = registry_cache.answer(opened, asked)
+    if kept is not None:
+        return kept, ""
+    from papertrack.training.leaderboard import runs_view
+
+    before = registry_cache.state(opened)
+    board, marks, earlier, running = _leaderboard(opened, all_sweeps, sweep, limit)
+    answer = {"board": board.to_dict(orient="records"), "columns": list(board.columns), "marks": marks}
+    answer.update(earlier=sorted(earlier), view=list(runs_view(opened)))
+    if not running:
+        registry_cache.remember_answer(opened, asked, answer, before)
+    return answer, running
 
 
 def _leaderboard(opened, all_sweeps: bool, sweep: str | None, limit: int):

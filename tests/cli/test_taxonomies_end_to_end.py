@@ -38,7 +38,15 @@ def store(data_dir, tmp_path_factory):
         timeout=900,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    return {"env": env, "home": home, "icml2025": icml2025, "folder": folder, "train": done.stdout + done.stderr}
+    kept = json.loads((home / "registry_cache.json").read_text(encoding="utf-8"))  # as train left it
+    return {
+        "env": env,
+        "home": home,
+        "icml2025": icml2025,
+        "folder": folder,
+        "train": done.stdout + done.stderr,
+        "kept": kept,
+    }
 
 
 def run(store, *args, check=True):
@@ -56,6 +64,13 @@ def test_the_sweep_says_and_logs_each_taxonomys_figures(store):
     (row,) = board
     for key in ("temporal_label_top3.iclr2025", "temporal_label_top3.icml2025", "known_label_top3.icml2025"):
         assert 0.0 < row[key] <= 1.0, key
+
+
+def test_train_leaves_the_champion_and_the_leaderboard_for_the_read_commands(store):
+    """The first ``label``, ``taxonomies`` or ``runs`` after a train asks MLflow nothing (papertrack.registry_cache)."""
+    assert set(store["kept"]["entries"]) == {"papertrack@champion"}
+    (board,) = [kept["board"] for asked, kept in store["kept"]["answers"].items() if json.loads(asked)[0] == "runs"]
+    assert [row["candidate"] for row in board] == ["tfidf-word-logreg"] and board[0]["champion"]
 
 
 def test_papertrack_taxonomies_lists_labels_records_and_sources(store):
