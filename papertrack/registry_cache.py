@@ -171,9 +171,9 @@ def remember(store: Store, reference: str | None, entry: Entry, before: list[Any
     _write(store, before, "entries", reference, value)
 
 
-def remember_answer(store: Store, name: str, answer: Any, before: list[Any] | None) -> None:
-    """Keep a read command's ``answer`` (JSON) from MLflow under ``name``, like :func:`remember`."""
-    _write(store, before, "answers", name, answer)
+def remember_answer(store: Store, name: str, value: Any, before: list[Any] | None) -> None:
+    """Keep a read command's answer ``value`` (JSON) from MLflow under ``name``, like :func:`remember`."""
+    _write(store, before, "answers", name, value)
 
 
 def answer(store: Store, name: str) -> Any:

@@ -16,6 +16,7 @@ from papertrack.errors import NoModelError
 from papertrack.model_lookup import MODEL_OPTION, TRAIN_HINT, first_line
 
 if TYPE_CHECKING:
+    from papertrack import registry_cache
     from papertrack.models.artifact import TrackPredictor
     from papertrack.store import Store
 
@@ -96,28 +97,34 @@ def describe_taxonomies(model_uri: str, store: Store) -> list[dict]:
     """What the model answers in, per taxonomy (:func:`papertrack.models.taxonomy_summary.describe`): read from the
     summary saved with it when the registry cache knows its files (nothing unpickled, no scikit-learn imported), else
     from the predictor :func:`load_model` loads (a model saved before the summary existed, or the store changed)."""
-    from papertrack import registry_cache
     from papertrack.models import taxonomy_summary
 
     target = model_lookup.parse(model_uri)
-    if target.name is not None:
-        entry = registry_cache.lookup(store, target.name, target.alias, target.version)
-        if entry is not None and entry.folder.is_dir():
-            found = taxonomy_summary.read(entry.folder, entry.files, target.uri)
-            if found is not None:
-                return found
+    entry = _cached(store, target)
+    if entry is not None:
+        found = taxonomy_summary.read(entry.folder, entry.files, target.uri)
+        if found is not None:
+            return found
     return taxonomy_summary.describe(load_model(model_uri, store).predictor)
+
+
+def _cached(store: Store, target: model_lookup.Target) -> registry_cache.Entry | None:
+    """The registry cache's entry for ``target`` when it has one whose folder is there, else None (ask MLflow)."""
+    from papertrack import registry_cache
+
+    if target.name is None:
+        return None
+    entry = registry_cache.lookup(store, target.name, target.alias, target.version)
+    return entry if entry is not None and entry.folder.is_dir() else None
 
 
 def _from_cache(store: Store, target: model_lookup.Target) -> LoadedModel | None:
     """The model from the registry cache's folder and digests, or None (ask MLflow): not cached, the store changed,
     or its files cannot be read (MLflow's path then says what is wrong)."""
-    from papertrack import registry_cache
     from papertrack.models.loading import load_checked
 
-    assert target.name is not None
-    entry = registry_cache.lookup(store, target.name, target.alias, target.version)
-    if entry is None or not entry.folder.is_dir():
+    entry = _cached(store, target)
+    if entry is None:
         return None
     try:
         predictor = load_checked(entry.folder, entry.files, target.uri, str(entry.folder))

@@ -112,11 +112,9 @@ def log_plots(
         ),
         "plots/reliability.png": (plots.reliability_figure, (proba, y, f"{name}: reliability of top-1")),
     }
-    if n_jobs > 1:
-        from joblib import Parallel, delayed
+    from joblib import Parallel, delayed
 
-        images = Parallel(n_jobs=n_jobs)(delayed(plots.png)(draw, *args) for draw, args in figures.values())
-    else:
-        images = [plots.png(draw, *args) for draw, args in figures.values()]
+    # n_jobs=1: joblib draws them here, one after the other
+    images = Parallel(n_jobs=n_jobs)(delayed(plots.png)(draw, *args) for draw, args in figures.values())
     for path, image in zip(figures, images):
         run.png(image, path)
